@@ -1,0 +1,103 @@
+/**
+ * RFC 3339 UTC timestamps as the reference validates and compares them (verifier.md §3.1).
+ *
+ * Validation is Python's `re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$")`:
+ * `\d` is any Unicode decimal digit and `$` also matches before a final newline, and there is
+ * no calendar check. Comparison parses with `datetime.fromisoformat`, which raises for what
+ * the regex let through but is not a real instant; that is a reference crash (§11.3), reported
+ * here as `TimestampCrash` so the verifier can answer with a structured result instead.
+ */
+import type { JsonValue } from "./json/value.js";
+
+const PY_TIMESTAMP = /^\p{Nd}{4}-\p{Nd}{2}-\p{Nd}{2}T\p{Nd}{2}:\p{Nd}{2}:\p{Nd}{2}(\.\p{Nd}{1,3})?Z\n?$/u;
+const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?Z$/;
+
+/** `validate_timestamp`: the regex test only. */
+export function isValidTimestamp(value: JsonValue | undefined): value is string {
+  return typeof value === "string" && PY_TIMESTAMP.test(value);
+}
+
+/** Raised where the reference's `datetime.fromisoformat` would raise. */
+export class TimestampCrash extends Error {
+  override readonly name = "TimestampCrash";
+  constructor(readonly timestamp: string) {
+    super(`Invalid isoformat string: '${timestamp.replace("Z", "+00:00")}'`);
+  }
+}
+
+function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yoe = y - era * 400;
+  const mp = (month + 9) % 12;
+  const doy = Math.floor((153 * mp + 2) / 5) + day - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146097 + doe - 719468;
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/**
+ * Milliseconds since the epoch for a timestamp that passed `isValidTimestamp`.
+ * Throws `TimestampCrash` where Python's `fromisoformat` would raise.
+ */
+export function timestampMillis(value: string): number {
+  const m = ISO_TIMESTAMP.exec(value);
+  if (!m) throw new TimestampCrash(value);
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  if (
+    year < 1 ||
+    month < 1 ||
+    month > 12 ||
+    day < 1 ||
+    day > daysInMonth(year, month) ||
+    hour > 23 ||
+    minute > 59 ||
+    second > 59
+  ) {
+    throw new TimestampCrash(value);
+  }
+  const fraction = m[7] ? Number(m[7].padEnd(3, "0")) : 0;
+  return (
+    ((daysFromCivil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + fraction
+  );
+}
+
+/** Python's `datetime.isoformat()` of a UTC instant, as printed in `key_revoked` details. */
+export function pyIsoformat(millis: number): string {
+  const days = Math.floor(millis / 86_400_000);
+  let rest = millis - days * 86_400_000;
+  const z = days + 719468;
+  const era = Math.floor(z / 146097);
+  const doe = z - era * 146097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const hour = Math.floor(rest / 3_600_000);
+  rest -= hour * 3_600_000;
+  const minute = Math.floor(rest / 60_000);
+  rest -= minute * 60_000;
+  const second = Math.floor(rest / 1000);
+  const ms = rest - second * 1000;
+  const pad = (n: number, w = 2) => String(n).padStart(w, "0");
+  const fraction = ms > 0 ? `.${pad(ms * 1000, 6)}` : "";
+  return `${pad(year, 4)}-${pad(month)}-${pad(day)}T${pad(hour)}:${pad(minute)}:${pad(second)}${fraction}+00:00`;
+}
+
+/** `YYYY-MM-DDTHH:MM:SSZ` for now (or a given instant): the form the service writes. */
+export function formatUtcSeconds(date: Date = new Date()): string {
+  return `${date.toISOString().slice(0, 19)}Z`;
+}
