@@ -9,7 +9,8 @@
  */
 import type { JsonValue } from "./json/value.js";
 
-const PY_TIMESTAMP = /^\p{Nd}{4}-\p{Nd}{2}-\p{Nd}{2}T\p{Nd}{2}:\p{Nd}{2}:\p{Nd}{2}(\.\p{Nd}{1,3})?Z\n?$/u;
+const PY_TIMESTAMP =
+  /^\p{Nd}{4}-\p{Nd}{2}-\p{Nd}{2}T\p{Nd}{2}:\p{Nd}{2}:\p{Nd}{2}(\.\p{Nd}{1,3})?Z\n?$/u;
 const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?Z$/;
 
 /** `validate_timestamp`: the regex test only. */
@@ -69,7 +70,9 @@ export function timestampMillis(value: string): number {
   }
   const fraction = m[7] ? Number(m[7].padEnd(3, "0")) : 0;
   return (
-    ((daysFromCivil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + fraction
+    ((daysFromCivil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 +
+    second * 1000 +
+    fraction
   );
 }
 
@@ -80,7 +83,9 @@ export function pyIsoformat(millis: number): string {
   const z = days + 719468;
   const era = Math.floor(z / 146097);
   const doe = z - era * 146097;
-  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
+  const yoe = Math.floor(
+    (doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365,
+  );
   const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
   const mp = Math.floor((5 * doy + 2) / 153);
   const day = doy - Math.floor((153 * mp + 2) / 5) + 1;

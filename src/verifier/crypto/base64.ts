@@ -8,11 +8,9 @@
  * exactly keeps "signature does not verify" decisions identical for junk input.
  */
 const DECODE = new Int16Array(256).fill(-1);
-"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-  .split("")
-  .forEach((ch, i) => {
-    DECODE[ch.charCodeAt(0)] = i;
-  });
+"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".split("").forEach((ch, i) => {
+  DECODE[ch.charCodeAt(0)] = i;
+});
 
 export class Base64Error extends Error {
   override readonly name = "Base64Error";
@@ -21,7 +19,8 @@ export class Base64Error extends Error {
 /** CPython `binascii.a2b_base64(data, strict_mode=False)`. */
 export function a2bBase64(ascii: Uint8Array | string): Buffer {
   const length = ascii.length;
-  const at = typeof ascii === "string" ? (i: number) => ascii.charCodeAt(i) : (i: number) => ascii[i]!;
+  const at =
+    typeof ascii === "string" ? (i: number) => ascii.charCodeAt(i) : (i: number) => ascii[i]!;
   const out = Buffer.allocUnsafe(Math.ceil(length / 4) * 3);
   let written = 0;
   let quadPos = 0;

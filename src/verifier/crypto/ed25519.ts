@@ -35,6 +35,11 @@ function publicKeyObject(did: string): KeyObject | null {
   return key;
 }
 
+/** Whether `did` names a usable Ed25519 public key. */
+export function canDecodeDidKey(did: string): boolean {
+  return publicKeyObject(did) !== null;
+}
+
 /**
  * The reference's `keys.verify(did, message, sig_b64u)`: false for a bad did, bad base64,
  * a bad key or a signature that does not verify.

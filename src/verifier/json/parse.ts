@@ -86,7 +86,7 @@ function codePointCount(text: string, from: number, to: number): number {
   return count;
 }
 
-const enum Ch {
+enum Ch {
   Tab = 0x09,
   Lf = 0x0a,
   Cr = 0x0d,

@@ -67,11 +67,9 @@ export class PyOverflowError extends Error {
 }
 
 // Characters for which Python's str.isspace() is true.
-const PY_SPACE = "[\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
-const INT_LITERAL = new RegExp(
-  `^${PY_SPACE}*([+-]?)(\\p{Nd}(?:_?\\p{Nd})*)${PY_SPACE}*$`,
-  "u",
-);
+const PY_SPACE =
+  "[\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+const INT_LITERAL = new RegExp(`^${PY_SPACE}*([+-]?)(\\p{Nd}(?:_?\\p{Nd})*)${PY_SPACE}*$`, "u");
 const DECIMAL_DIGIT = /\p{Nd}/u;
 
 /** Value of a Unicode decimal digit: Nd characters come in aligned runs of ten. */

@@ -1,0 +1,265 @@
+#!/usr/bin/env node
+/**
+ * `continuity-receipt-anchor verify <proof> (--digest D | --bundle B --target RID)
+ *   [--header HEX]... [--height N]... [--json]` (verifier.md §8.4 "CLI").
+ *
+ * Exit codes: 0 only for `verified`, 1 for every other result, 2 for usage errors.
+ */
+import { realpathSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { type AnchorResult, verifyProof } from "../verifier/anchor/index.js";
+import { recordDigest } from "../verifier/crypto/digest.js";
+import { dumpJson } from "../verifier/json/dump.js";
+import { parseJson } from "../verifier/json/parse.js";
+import {
+  isArray,
+  isObject,
+  type JsonObject,
+  type JsonValue,
+  member,
+} from "../verifier/json/value.js";
+
+const USAGE = `usage: continuity-receipt-anchor verify <proof> (--digest D | --bundle B --target RID)
+                                  [--header HEX]... [--height N]... [--json]
+
+Verifies a detached OpenTimestamps proof. Each --header (80-byte block header, hex) is
+paired with the --height at the same position; a header without one is stored at height 0.
+Only merkle-root equality with the supplied headers is checked (no proof-of-work or chain).
+Exit status: 0 verified, 1 any other result, 2 usage error.
+`;
+
+/** The CLI adds the bundle-binding and I/O codes of §8.4 to the library's result. */
+export type AnchorCliResult = Omit<AnchorResult, "code"> & {
+  code: AnchorResult["code"] | "io_error" | "unknown_target" | "anchor_binding_mismatch";
+};
+
+export interface CliOutput {
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+const processOutput: CliOutput = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+};
+
+class UsageError extends Error {}
+
+interface VerifyRequest {
+  proofPath: string;
+  expected: { digest: string } | { bundlePath: string; target: string };
+  headers: Map<number, string>;
+  json: boolean;
+}
+
+function parseHeight(text: string): number {
+  const height = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(height)) {
+    throw new UsageError(`--height must be a non-negative integer, got ${JSON.stringify(text)}`);
+  }
+  return height;
+}
+
+function parseRequest(argv: string[]): VerifyRequest | "help" {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      digest: { type: "string" },
+      bundle: { type: "string" },
+      target: { type: "string" },
+      header: { type: "string", multiple: true },
+      height: { type: "string", multiple: true },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) return "help";
+  const [command, proofPath, ...extra] = positionals;
+  if (command !== "verify") throw new UsageError("the only command is verify");
+  if (proofPath === undefined) throw new UsageError("missing <proof>");
+  if (extra.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])}`);
+
+  let expected: VerifyRequest["expected"];
+  if (values.digest !== undefined) {
+    if (values.bundle !== undefined || values.target !== undefined) {
+      throw new UsageError("--digest cannot be combined with --bundle/--target");
+    }
+    expected = { digest: values.digest };
+  } else if (values.bundle !== undefined && values.target !== undefined) {
+    expected = { bundlePath: values.bundle, target: values.target };
+  } else {
+    throw new UsageError("give either --digest or both --bundle and --target");
+  }
+
+  const headerTexts = values.header ?? [];
+  const heights = (values.height ?? []).map(parseHeight);
+  if (heights.length > headerTexts.length) {
+    throw new UsageError("more --height than --header options");
+  }
+  const headers = new Map<number, string>();
+  headerTexts.forEach((header, index) => {
+    headers.set(heights[index] ?? 0, header);
+  });
+  return { proofPath, expected, headers, json: values.json ?? false };
+}
+
+function earlyResult(
+  status: AnchorCliResult["status"],
+  code: AnchorCliResult["code"],
+  detail: string,
+): AnchorCliResult {
+  return { status, code, detail, file_digest: "", attestations: [] };
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The receipt with `receipt_id` equal to `target`; a later duplicate wins, as in bundle verification. */
+function findReceipt(bundle: JsonValue, target: string): JsonObject | undefined {
+  if (!isObject(bundle)) return undefined;
+  const receipts = member(bundle, "receipts");
+  if (!isArray(receipts)) return undefined;
+  return receipts.findLast(
+    (receipt): receipt is JsonObject =>
+      isObject(receipt) && member(receipt, "receipt_id") === target,
+  );
+}
+
+function opentimestampsAnchorHashes(bundle: JsonValue, target: string): JsonValue[] {
+  const anchors = isObject(bundle) ? member(bundle, "anchors") : null;
+  if (!isArray(anchors)) return [];
+  return anchors.flatMap((anchor) => {
+    if (!isObject(anchor) || member(anchor, "target") !== target) return [];
+    const meta = member(anchor, "anchor");
+    if (!isObject(meta) || member(meta, "type") !== "opentimestamps") return [];
+    return [member(anchor, "hash")];
+  });
+}
+
+/** Recomputes the target receipt's digest and checks the bundle binds it to an OTS anchor. */
+async function bundleDigest(
+  bundlePath: string,
+  target: string,
+): Promise<{ digest: string } | { failure: AnchorCliResult }> {
+  let bundle: JsonValue;
+  try {
+    bundle = parseJson(await readFile(bundlePath));
+  } catch (error) {
+    return {
+      failure: earlyResult("invalid", "io_error", `cannot read bundle: ${errorText(error)}`),
+    };
+  }
+  const receipt = findReceipt(bundle, target);
+  if (receipt === undefined) {
+    return {
+      failure: earlyResult("invalid", "unknown_target", `no receipt with receipt_id ${target}`),
+    };
+  }
+  let digest: string;
+  try {
+    digest = recordDigest(receipt);
+  } catch (error) {
+    return {
+      failure: earlyResult(
+        "invalid",
+        "bad_digest",
+        `target receipt has no digest: ${errorText(error)}`,
+      ),
+    };
+  }
+  const hashes = opentimestampsAnchorHashes(bundle, target);
+  if (!hashes.includes(digest)) {
+    const found =
+      hashes.length === 0
+        ? "the bundle has no opentimestamps anchor for it"
+        : "no opentimestamps anchor for it has that hash";
+    return {
+      failure: earlyResult(
+        "mismatch",
+        "anchor_binding_mismatch",
+        `receipt ${target} has digest ${digest} but ${found}`,
+      ),
+    };
+  }
+  return { digest };
+}
+
+async function runVerify(request: VerifyRequest): Promise<AnchorCliResult> {
+  let proof: Uint8Array;
+  try {
+    proof = await readFile(request.proofPath);
+  } catch (error) {
+    return earlyResult("invalid", "io_error", `cannot read proof: ${errorText(error)}`);
+  }
+  let digest: string;
+  if ("digest" in request.expected) {
+    digest = request.expected.digest;
+  } else {
+    const bound = await bundleDigest(request.expected.bundlePath, request.expected.target);
+    if ("failure" in bound) return bound.failure;
+    digest = bound.digest;
+  }
+  return verifyProof(proof, digest, request.headers);
+}
+
+function describeAttestation(attestation: AnchorResult["attestations"][number]): string {
+  switch (attestation.kind) {
+    case "pending":
+      return `pending ${attestation.value}`;
+    case "bitcoin":
+    case "litecoin":
+      return `${attestation.kind} block ${attestation.value}`;
+    case "unknown":
+      return `unknown ${attestation.tag} (${attestation.payload.length / 2} payload bytes)`;
+  }
+}
+
+function humanSummary(result: AnchorCliResult): string {
+  const lines = [`${result.status} (${result.code}): ${result.detail}`];
+  if (result.file_digest !== "") lines.push(`file digest: ${result.file_digest}`);
+  for (const attestation of result.attestations) {
+    lines.push(`attestation: ${describeAttestation(attestation)}`);
+  }
+  if (result.confirmed !== undefined) {
+    const { block_height, merkle_root, header_time } = result.confirmed;
+    const time = new Date(header_time * 1000).toISOString();
+    lines.push(`confirmed: block ${block_height}, merkle root ${merkle_root}, header time ${time}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/** Runs the CLI with `argv` (arguments after the program name) and returns the exit code. */
+export async function main(argv: string[], output: CliOutput = processOutput): Promise<number> {
+  let request: VerifyRequest | "help";
+  try {
+    request = parseRequest(argv);
+  } catch (error) {
+    // parseArgs reports unknown or malformed options with a TypeError carrying an ERR_PARSE_ARGS_* code.
+    if (!(error instanceof UsageError || error instanceof TypeError)) throw error;
+    output.stderr(`error: ${error.message}\n${USAGE}`);
+    return 2;
+  }
+  if (request === "help") {
+    output.stdout(USAGE);
+    return 0;
+  }
+  const result = await runVerify(request);
+  output.stdout(request.json ? `${dumpJson(result, { indent: 2 })}\n` : humanSummary(result));
+  return result.status === "verified" ? 0 : 1;
+}
+
+function invokedDirectly(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (invokedDirectly()) process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,121 @@
+/**
+ * Revocation statements (verifier.md §7): self-signed `{key, revoked_at, sig}` records,
+ * their merge and their verification. Used by bundle verification (step J) and by
+ * verification-receipt checks (§6.2 step 13).
+ */
+
+import { canDecodeDidKey, verifyEd25519 } from "../crypto/ed25519.js";
+import { CanonicalizationError, canonicalBytes, canonicalText } from "../json/canonical.js";
+import { isObject, type JsonObject, type JsonValue, member } from "../json/value.js";
+import { pyRepr } from "../py/repr.js";
+import { pyTruthy } from "../py/semantics.js";
+import { isValidTimestamp, TimestampCrash, timestampMillis } from "../timestamps.js";
+
+/** A statement whose self-signature verified. */
+export interface VerifiedRevocation {
+  key: string;
+  revokedAt: number;
+  statement: JsonObject;
+}
+
+export interface StatementCheck {
+  revoked: VerifiedRevocation[];
+  /** One detail per rejected statement, in order. */
+  errors: string[];
+}
+
+/**
+ * Where the reference raises out of `verify_statements` (a float in a statement, a truthy
+ * non-string signature value, a `revoked_at` that is not a real instant). Bundle
+ * verification reports it as one `bad_revocation`, "revocations unusable: <message>".
+ */
+export class RevocationsUnusable extends Error {
+  override readonly name = "RevocationsUnusable";
+}
+
+/** Python's TypeError for `s + "=" * (-len(s) % 4)` on a non-string signature value. */
+function nonStringSignatureError(value: JsonValue): string {
+  if (Array.isArray(value)) return 'can only concatenate list (not "str") to list';
+  if (isObject(value)) return "unsupported operand type(s) for +: 'dict' and 'str'";
+  const typeName =
+    typeof value === "boolean" ? "bool" : typeof value === "object" ? "float" : "int";
+  return `object of type '${typeName}' has no len()`;
+}
+
+function fingerprint(statement: JsonObject): string {
+  try {
+    return `c:${canonicalText(statement)}`;
+  } catch (error) {
+    if (!(error instanceof CanonicalizationError)) throw error;
+    return `r:${pyRepr(statement)}`;
+  }
+}
+
+/** `merge_statements(*groups)`: concatenate, drop repeated objects (by canonical bytes incl. sig). */
+export function mergeStatements(...groups: readonly (readonly JsonValue[])[]): JsonValue[] {
+  const seen = new Set<string>();
+  const merged: JsonValue[] = [];
+  for (const group of groups) {
+    for (const statement of group) {
+      if (!isObject(statement)) {
+        merged.push(statement);
+        continue;
+      }
+      const key = fingerprint(statement);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      merged.push(statement);
+    }
+  }
+  return merged;
+}
+
+/** `verify_statements`: throws `RevocationsUnusable` where the reference raises. */
+export function verifyStatements(statements: readonly JsonValue[]): StatementCheck {
+  const revoked: VerifiedRevocation[] = [];
+  const errors: string[] = [];
+  for (const statement of statements) {
+    if (!isObject(statement)) {
+      errors.push("revocation statement is not an object");
+      continue;
+    }
+    const key = member(statement, "key");
+    const revokedAt = member(statement, "revoked_at");
+    if (typeof key !== "string" || !isValidTimestamp(revokedAt)) {
+      errors.push(`malformed revocation statement for ${pyRepr(key)}`);
+      continue;
+    }
+    const sig = member(statement, "sig");
+    const value = isObject(sig) ? member(sig, "value") : null;
+    if (!isObject(sig) || member(sig, "alg") !== "ed25519" || !pyTruthy(value)) {
+      errors.push(`revocation statement unsigned for ${pyRepr(key)}`);
+      continue;
+    }
+    let message: Buffer;
+    try {
+      message = canonicalBytes(statement, "sig");
+    } catch (error) {
+      if (error instanceof CanonicalizationError) throw new RevocationsUnusable(error.message);
+      throw error;
+    }
+    if (typeof value !== "string") {
+      // The reference decodes the key first (a bad key is just "invalid"), then trips over the value.
+      if (canDecodeDidKey(key)) throw new RevocationsUnusable(nonStringSignatureError(value));
+      errors.push(`revocation signature invalid for ${pyRepr(key)}`);
+      continue;
+    }
+    if (!verifyEd25519(key, message, value)) {
+      errors.push(`revocation signature invalid for ${pyRepr(key)}`);
+      continue;
+    }
+    let revokedAtMillis: number;
+    try {
+      revokedAtMillis = timestampMillis(revokedAt);
+    } catch (error) {
+      if (error instanceof TimestampCrash) throw new RevocationsUnusable(error.message);
+      throw error;
+    }
+    revoked.push({ key, revokedAt: revokedAtMillis, statement });
+  }
+  return { revoked, errors };
+}
