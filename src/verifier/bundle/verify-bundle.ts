@@ -3,7 +3,7 @@
  * concern, in the reference's order, every failure accumulated.
  */
 import { compareCodePoints } from "../json/canonical.js";
-import { isObject, type JsonValue, member } from "../json/value.js";
+import { isObject, type JsonValue } from "../json/value.js";
 import { pyRepr } from "../py/repr.js";
 import { PyOverflowError } from "../py/semantics.js";
 import { TimestampCrash } from "../timestamps.js";

@@ -67,7 +67,6 @@ export function a2bBase64(ascii: Uint8Array | string): Buffer {
 
 /** The reference's `b64u_decode`: pad, map `-_` to `+/`, decode non-strictly. */
 export function pyB64uDecode(value: string): Buffer {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: ASCII range test
   if (!/^[\x00-\x7f]*$/.test(value)) {
     throw new Base64Error("string argument should contain only ASCII characters");
   }

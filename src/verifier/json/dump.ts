@@ -28,7 +28,6 @@ const ESCAPES: Record<string, string> = {
 };
 
 function escapeAscii(value: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: escaping exactly these
   return value.replace(/[\\"\x00-\x1f\x7f-\uffff]/g, (ch) => {
     const known = ESCAPES[ch];
     if (known) return known;

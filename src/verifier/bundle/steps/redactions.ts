@@ -72,7 +72,7 @@ function isRequiredFieldPath(ctx: VerificationContext, path: string): boolean {
   if (receipt === undefined) return false;
   const type = typeOf(receipt);
   const required = typeof type === "string" ? REQUIRED_FIELDS.get(type) : undefined;
-  return required !== undefined && required.includes(parts[2]!);
+  return required?.includes(parts[2]!) ?? false;
 }
 
 export function checkRedactions(ctx: VerificationContext): void {
