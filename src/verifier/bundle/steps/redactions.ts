@@ -59,7 +59,9 @@ function collectRedactions(value: JsonValue, path: string, found: Redaction[]): 
     }
     for (const [key, item] of value) collectRedactions(item, `${path}.${key}`, found);
   } else if (Array.isArray(value)) {
-    value.forEach((item, i) => collectRedactions(item, `${path}[${i}]`, found));
+    value.forEach((item, i) => {
+      collectRedactions(item, `${path}[${i}]`, found);
+    });
   }
 }
 
