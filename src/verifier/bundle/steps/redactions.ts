@@ -81,9 +81,9 @@ export function checkRedactions(ctx: VerificationContext): void {
   const map = ctx.bundle.get("disclosure_map");
   const disclosures: JsonObject = isObject(map) ? map : new Map();
   const found: Redaction[] = [];
-  ctx.wellFormed.forEach((receipt, index) =>
-    collectRedactions(receipt, `receipts[${index}]`, found),
-  );
+  for (const [index, receipt] of ctx.wellFormed.entries()) {
+    collectRedactions(receipt, `receipts[${index}]`, found);
+  }
   for (const { path, redaction } of found) {
     if (isRequiredFieldPath(ctx, path)) {
       ctx.fail("redacted_required", `required field redacted at ${path}`);
