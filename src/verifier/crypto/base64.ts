@@ -65,8 +65,12 @@ export function a2bBase64(ascii: Uint8Array | string): Buffer {
   return out.subarray(0, written);
 }
 
+const CLEAN_BASE64URL = /^[A-Za-z0-9_-]*$/;
+
 /** The reference's `b64u_decode`: pad, map `-_` to `+/`, decode non-strictly. */
 export function pyB64uDecode(value: string): Buffer {
+  // Clean unpadded base64url (every signature we see) decodes the same natively.
+  if (value.length % 4 !== 1 && CLEAN_BASE64URL.test(value)) return Buffer.from(value, "base64url");
   if (!/^[\x00-\x7f]*$/.test(value)) {
     throw new Base64Error("string argument should contain only ASCII characters");
   }

@@ -22,6 +22,8 @@ export class CanonicalizationError extends Error {
   }
 }
 
+const ABOVE_SURROGATE_START = /[\ud800-\uffff]/;
+
 /** Sort key for a UTF-16 code unit that orders strings by code point. */
 function codePointOrderUnit(unit: number): number {
   if (unit >= 0xd800 && unit <= 0xdfff) return unit + 0x2000;
@@ -54,12 +56,16 @@ function containsFloat(value: JsonValue): boolean {
 
 class LoneSurrogate {}
 
+/** Strings without these are their own canonical encoding between quotes (the common case). */
+const NEEDS_ESCAPE_OR_CHECK = /["\\\u0000-\u001f\ud800-\udfff]/;
+
 /**
  * `JSON.stringify` escapes exactly what Python's `ensure_ascii=False` escapes, except lone
  * surrogates (which Python keeps raw and then fails to UTF-8 encode); those are refused here.
  * `raw` keeps them unescaped, to locate them the way Python's encoder error does.
  */
 function encodeString(value: string, raw: boolean): string {
+  if (!NEEDS_ESCAPE_OR_CHECK.test(value)) return `"${value}"`;
   if (value.isWellFormed()) return JSON.stringify(value);
   if (!raw) throw new LoneSurrogate();
   return JSON.stringify(value).replace(
@@ -95,7 +101,9 @@ function serialize(value: JsonValue, omitTopLevelKey: string | null, raw: boolea
   }
   const keys: string[] = [];
   for (const key of value.keys()) if (key !== omitTopLevelKey) keys.push(key);
-  keys.sort(compareCodePoints);
+  // Code-unit order equals code-point order unless a key holds a unit from U+D800 up.
+  if (keys.some((key) => ABOVE_SURROGATE_START.test(key))) keys.sort(compareCodePoints);
+  else keys.sort();
   let out = "{";
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;

@@ -123,6 +123,8 @@ class ExpectingValue {
 
 class Parser {
   private depth = 0;
+  /** Index just after the value the last `scan*` call returned (avoids a tuple per value). */
+  private next = 0;
 
   constructor(
     private readonly text: string,
@@ -132,16 +134,15 @@ class Parser {
   parseDocument(): JsonValue {
     const start = this.skipWhitespace(0);
     let value: JsonValue;
-    let end: number;
     try {
-      [value, end] = this.scan(start);
+      value = this.scan(start);
     } catch (error) {
       if (error instanceof ExpectingValue) {
         throw syntaxError(this.text, "Expecting value", error.pos);
       }
       throw error;
     }
-    end = this.skipWhitespace(end);
+    const end = this.skipWhitespace(this.next);
     if (end !== this.text.length) throw syntaxError(this.text, "Extra data", end);
     return value;
   }
@@ -158,7 +159,7 @@ class Parser {
   }
 
   /** `scan_once`: one value starting exactly at `idx`; returns it and the index after it. */
-  private scan(idx: number): [JsonValue, number] {
+  private scan(idx: number): JsonValue {
     const text = this.text;
     const len = text.length;
     if (idx >= len) throw new ExpectingValue(idx);
@@ -171,32 +172,37 @@ class Parser {
       case Ch.OpenBracket:
         return this.nested(() => this.scanArray(idx + 1));
       case Ch.LowerN:
-        if (idx + 3 < len && text.startsWith("null", idx)) return [null, idx + 4];
+        if (idx + 3 < len && text.startsWith("null", idx)) return this.done(null, idx + 4);
         break;
       case Ch.LowerT:
-        if (idx + 3 < len && text.startsWith("true", idx)) return [true, idx + 4];
+        if (idx + 3 < len && text.startsWith("true", idx)) return this.done(true, idx + 4);
         break;
       case Ch.LowerF:
-        if (idx + 4 < len && text.startsWith("false", idx)) return [false, idx + 5];
+        if (idx + 4 < len && text.startsWith("false", idx)) return this.done(false, idx + 5);
         break;
       case Ch.UpperN:
-        if (idx + 2 < len && text.startsWith("NaN", idx)) return [new PyFloat(Number.NaN), idx + 3];
+        if (idx + 2 < len && text.startsWith("NaN", idx)) return this.done(new PyFloat(Number.NaN), idx + 3);
         break;
       case Ch.UpperI:
         if (idx + 7 < len && text.startsWith("Infinity", idx)) {
-          return [new PyFloat(Number.POSITIVE_INFINITY), idx + 8];
+          return this.done(new PyFloat(Number.POSITIVE_INFINITY), idx + 8);
         }
         break;
       case Ch.Minus:
         if (idx + 8 < len && text.startsWith("-Infinity", idx)) {
-          return [new PyFloat(Number.NEGATIVE_INFINITY), idx + 9];
+          return this.done(new PyFloat(Number.NEGATIVE_INFINITY), idx + 9);
         }
         break;
     }
     return this.scanNumber(idx);
   }
 
-  private nested(scan: () => [JsonValue, number]): [JsonValue, number] {
+  private done(value: JsonValue, next: number): JsonValue {
+    this.next = next;
+    return value;
+  }
+
+  private nested(scan: () => JsonValue): JsonValue {
     if (++this.depth > this.maxDepth) {
       throw new StrictJsonError("nesting", "maximum recursion depth exceeded while decoding JSON");
     }
@@ -205,7 +211,7 @@ class Parser {
     return result;
   }
 
-  private scanNumber(start: number): [JsonValue, number] {
+  private scanNumber(start: number): JsonValue {
     const text = this.text;
     const endIdx = text.length - 1;
     let idx = start;
@@ -259,11 +265,11 @@ class Parser {
       }
     }
     const token = text.slice(start, idx);
-    if (isFloat) return [new PyFloat(Number(token)), idx];
+    if (isFloat) return this.done(new PyFloat(Number(token)), idx);
     const digits = token.charCodeAt(0) === Ch.Minus ? token.length - 1 : token.length;
     if (digits <= 15) {
       const n = Number(token);
-      return [n === 0 ? 0 : n, idx];
+      return this.done(n === 0 ? 0 : n, idx);
     }
     if (digits > MAX_INT_DIGITS) {
       throw new StrictJsonError(
@@ -271,11 +277,11 @@ class Parser {
         `Exceeds the limit (${MAX_INT_DIGITS} digits) for integer string conversion: value has ${digits} digits; use sys.set_int_max_str_digits() to increase the limit`,
       );
     }
-    return [normalizeInteger(BigInt(token)), idx];
+    return this.done(normalizeInteger(BigInt(token)), idx);
   }
 
   /** `scanstring`: `begin` is the index just after the opening quote. */
-  private scanString(begin: number): [string, number] {
+  private scanString(begin: number): string {
     const text = this.text;
     const len = text.length;
     let chunks: string | null = null;
@@ -295,7 +301,8 @@ class Parser {
       }
       next++;
       if (c === Ch.Quote) {
-        return [chunks ?? "", next];
+        this.next = next;
+        return chunks ?? "";
       }
       if (next === len) throw syntaxError(text, "Unterminated string starting at", begin - 1);
       const esc = text.charCodeAt(next);
@@ -370,7 +377,7 @@ class Parser {
     return code;
   }
 
-  private scanObject(idx: number): [JsonObject, number] {
+  private scanObject(idx: number): JsonObject {
     const text = this.text;
     const endIdx = text.length - 1;
     const obj: JsonObject = new Map();
@@ -381,16 +388,16 @@ class Parser {
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Quote) {
           throw syntaxError(text, "Expecting property name enclosed in double quotes", idx);
         }
-        const [key, afterKey] = this.scanString(idx + 1);
-        idx = this.skipWhitespace(afterKey);
+        const key = this.scanString(idx + 1);
+        idx = this.skipWhitespace(this.next);
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Colon) {
           throw syntaxError(text, "Expecting ':' delimiter", idx);
         }
         idx = this.skipWhitespace(idx + 1);
-        const [value, afterValue] = this.scan(idx);
+        const value = this.scan(idx);
         if (duplicate === null && obj.has(key)) duplicate = key;
         obj.set(key, value);
-        idx = this.skipWhitespace(afterValue);
+        idx = this.skipWhitespace(this.next);
         if (idx <= endIdx && text.charCodeAt(idx) === Ch.CloseBrace) break;
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Comma) {
           throw syntaxError(text, "Expecting ',' delimiter", idx);
@@ -404,19 +411,19 @@ class Parser {
         `duplicate JSON object member: ${reprString(duplicate)}`,
       );
     }
-    return [obj, idx + 1];
+    this.next = idx + 1;
+    return obj;
   }
 
-  private scanArray(idx: number): [JsonValue[], number] {
+  private scanArray(idx: number): JsonValue[] {
     const text = this.text;
     const endIdx = text.length - 1;
     const arr: JsonValue[] = [];
     idx = this.skipWhitespace(idx);
     if (idx > endIdx || text.charCodeAt(idx) !== Ch.CloseBracket) {
       for (;;) {
-        const [value, after] = this.scan(idx);
-        arr.push(value);
-        idx = this.skipWhitespace(after);
+        arr.push(this.scan(idx));
+        idx = this.skipWhitespace(this.next);
         if (idx <= endIdx && text.charCodeAt(idx) === Ch.CloseBracket) break;
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Comma) {
           throw syntaxError(text, "Expecting ',' delimiter", idx);
@@ -424,6 +431,7 @@ class Parser {
         idx = this.skipWhitespace(idx + 1);
       }
     }
-    return [arr, idx + 1];
+    this.next = idx + 1;
+    return arr;
   }
 }
