@@ -5,9 +5,7 @@
  *
  * Exit codes: 0 only for `verified`, 1 for every other result, 2 for usage errors.
  */
-import { realpathSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { type AnchorResult, verifyProof } from "../verifier/anchor/index.js";
 import { recordDigest } from "../verifier/crypto/digest.js";
@@ -20,6 +18,7 @@ import {
   type JsonValue,
   member,
 } from "../verifier/json/value.js";
+import { type CliIo, isEntryPoint, processIo, runMain } from "./entry.js";
 
 const USAGE = `usage: continuity-receipt-anchor verify <proof> (--digest D | --bundle B --target RID)
                                   [--header HEX]... [--height N]... [--json]
@@ -35,17 +34,17 @@ export type AnchorCliResult = Omit<AnchorResult, "code"> & {
   code: AnchorResult["code"] | "io_error" | "unknown_target" | "anchor_binding_mismatch";
 };
 
-export interface CliOutput {
-  stdout(text: string): void;
-  stderr(text: string): void;
-}
-
-const processOutput: CliOutput = {
-  stdout: (text) => process.stdout.write(text),
-  stderr: (text) => process.stderr.write(text),
-};
-
 class UsageError extends Error {}
+
+/** parseArgs refuses unknown or incomplete options with a TypeError coded `ERR_PARSE_ARGS_*`. */
+function isParseArgsError(error: unknown): error is TypeError {
+  return (
+    error instanceof TypeError &&
+    "code" in error &&
+    typeof error.code === "string" &&
+    error.code.startsWith("ERR_PARSE_ARGS_")
+  );
+}
 
 interface VerifyRequest {
   proofPath: string;
@@ -233,13 +232,12 @@ function humanSummary(result: AnchorCliResult): string {
 }
 
 /** Runs the CLI with `argv` (arguments after the program name) and returns the exit code. */
-export async function main(argv: string[], output: CliOutput = processOutput): Promise<number> {
+export async function main(argv: string[], output: CliIo = processIo): Promise<number> {
   let request: VerifyRequest | "help";
   try {
     request = parseRequest(argv);
   } catch (error) {
-    // parseArgs reports unknown or malformed options with a TypeError carrying an ERR_PARSE_ARGS_* code.
-    if (!(error instanceof UsageError || error instanceof TypeError)) throw error;
+    if (!(error instanceof UsageError || isParseArgsError(error))) throw error;
     output.stderr(`error: ${error.message}\n${USAGE}`);
     return 2;
   }
@@ -252,14 +250,4 @@ export async function main(argv: string[], output: CliOutput = processOutput): P
   return result.status === "verified" ? 0 : 1;
 }
 
-function invokedDirectly(): boolean {
-  const script = process.argv[1];
-  if (script === undefined) return false;
-  try {
-    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (invokedDirectly()) process.exitCode = await main(process.argv.slice(2));
+if (isEntryPoint(import.meta.url)) runMain(main);

@@ -317,6 +317,8 @@ function readTimestampTree(reader: ByteReader, fileDigest: Uint8Array): ProofLea
 
 /** Parses a detached `.ots` proof, replaying every operation; throws `AnchorProofError`. */
 export function parseOtsProof(proof: Uint8Array): ParsedProof {
+  // Only bytes that are present are compared: a proper prefix of the magic is a cut proof
+  // (`truncated`), anything else is a foreign file (`bad_magic`).
   const seen = proof.subarray(0, MAGIC.length);
   if (!MAGIC.subarray(0, seen.length).equals(seen)) {
     throw new AnchorProofError("bad_magic", "not a detached OpenTimestamps proof");

@@ -57,8 +57,8 @@ const SCOPE_NOTE =
   "only merkle-root equality with the supplied headers was checked (no proof-of-work or header-chain validation)";
 
 /** Python's `str.strip()` whitespace, so padded digests are accepted exactly as the reference accepts them. */
-const SURROUNDING_WHITESPACE =
-  /^[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+|[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/g;
+const PY_WHITESPACE = String.raw`[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]`;
+const SURROUNDING_WHITESPACE = new RegExp(`^${PY_WHITESPACE}+|${PY_WHITESPACE}+$`, "g");
 const HEX_BYTES = /^(?:[0-9a-fA-F]{2})+$/;
 
 function decodeHex(text: string): Uint8Array | null {

@@ -1,0 +1,38 @@
+/** Shared plumbing for the command-line entry points. */
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+/** True when `moduleUrl` is the script node was started with (npm bins are symlinks). */
+export function isEntryPoint(moduleUrl: string): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(moduleUrl));
+  } catch {
+    return false;
+  }
+}
+
+/** Runs `main` and exits with its code once stdout has drained. */
+export function runMain(main: (argv: string[]) => Promise<number>): void {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 2;
+    },
+  );
+}
+
+/** Where a CLI writes; tests pass a collector instead of the process streams. */
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+}
+
+export const processIo: CliIo = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+};
