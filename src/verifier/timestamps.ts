@@ -8,6 +8,7 @@
  * here as `TimestampCrash` so the verifier can answer with a structured result instead.
  */
 import type { JsonValue } from "./json/value.js";
+import { reprString } from "./py/repr.js";
 
 const PY_TIMESTAMP =
   /^\p{Nd}{4}-\p{Nd}{2}-\p{Nd}{2}T\p{Nd}{2}:\p{Nd}{2}:\p{Nd}{2}(\.\p{Nd}{1,3})?Z\n?$/u;
@@ -18,11 +19,14 @@ export function isValidTimestamp(value: JsonValue | undefined): value is string 
   return typeof value === "string" && PY_TIMESTAMP.test(value);
 }
 
-/** Raised where the reference's `datetime.fromisoformat` would raise. */
+/** Raised where the reference's `datetime.fromisoformat` would raise; `message` is Python's. */
 export class TimestampCrash extends Error {
   override readonly name = "TimestampCrash";
-  constructor(readonly timestamp: string) {
-    super(`Invalid isoformat string: '${timestamp.replace("Z", "+00:00")}'`);
+  constructor(
+    readonly timestamp: string,
+    message = `Invalid isoformat string: ${reprString(timestamp.replace("Z", "+00:00"))}`,
+  ) {
+    super(message);
   }
 }
 
@@ -56,18 +60,21 @@ export function timestampMillis(value: string): number {
     number,
     number,
   ];
-  if (
-    year < 1 ||
-    month < 1 ||
-    month > 12 ||
-    day < 1 ||
-    day > daysInMonth(year, month) ||
-    hour > 23 ||
-    minute > 59 ||
-    second > 59
-  ) {
-    throw new TimestampCrash(value);
-  }
+  const problem =
+    year < 1
+      ? `year ${year} is out of range`
+      : month < 1 || month > 12
+        ? "month must be in 1..12"
+        : day < 1 || day > daysInMonth(year, month)
+          ? "day is out of range for month"
+          : hour > 23
+            ? "hour must be in 0..23"
+            : minute > 59
+              ? "minute must be in 0..59"
+              : second > 59
+                ? "second must be in 0..59"
+                : null;
+  if (problem !== null) throw new TimestampCrash(value, problem);
   const fraction = m[7] ? Number(m[7].padEnd(3, "0")) : 0;
   return (
     ((daysFromCivil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 +

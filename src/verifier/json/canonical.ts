@@ -24,22 +24,18 @@ export class CanonicalizationError extends Error {
 
 const ABOVE_SURROGATE_START = /[\ud800-\uffff]/;
 
-/** Sort key for a UTF-16 code unit that orders strings by code point. */
-function codePointOrderUnit(unit: number): number {
-  if (unit >= 0xd800 && unit <= 0xdfff) return unit + 0x2000;
-  if (unit >= 0xe000) return unit - 0x800;
-  return unit;
-}
-
-/** Compares two strings by Unicode code point, as Python's `sorted()` does. */
+/** Compares two strings by Unicode code point (lone surrogates by their own value), as Python does. */
 export function compareCodePoints(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return codePointOrderUnit(x) - codePointOrderUnit(y);
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    const x = a.codePointAt(i)!;
+    const y = b.codePointAt(j)!;
+    if (x !== y) return x - y;
+    i += x > 0xffff ? 2 : 1;
+    j += y > 0xffff ? 2 : 1;
   }
-  return a.length - b.length;
+  return a.length - i - (b.length - j);
 }
 
 function floatFound(): CanonicalizationError {

@@ -168,9 +168,9 @@ class Parser {
       case Ch.Quote:
         return this.scanString(idx + 1);
       case Ch.OpenBrace:
-        return this.nested(() => this.scanObject(idx + 1));
+        return this.nested("object", () => this.scanObject(idx + 1));
       case Ch.OpenBracket:
-        return this.nested(() => this.scanArray(idx + 1));
+        return this.nested("array", () => this.scanArray(idx + 1));
       case Ch.LowerN:
         if (idx + 3 < len && text.startsWith("null", idx)) return this.done(null, idx + 4);
         break;
@@ -181,7 +181,8 @@ class Parser {
         if (idx + 4 < len && text.startsWith("false", idx)) return this.done(false, idx + 5);
         break;
       case Ch.UpperN:
-        if (idx + 2 < len && text.startsWith("NaN", idx)) return this.done(new PyFloat(Number.NaN), idx + 3);
+        if (idx + 2 < len && text.startsWith("NaN", idx))
+          return this.done(new PyFloat(Number.NaN), idx + 3);
         break;
       case Ch.UpperI:
         if (idx + 7 < len && text.startsWith("Infinity", idx)) {
@@ -202,9 +203,12 @@ class Parser {
     return value;
   }
 
-  private nested(scan: () => JsonValue): JsonValue {
+  private nested(container: "array" | "object", scan: () => JsonValue): JsonValue {
     if (++this.depth > this.maxDepth) {
-      throw new StrictJsonError("nesting", "maximum recursion depth exceeded while decoding JSON");
+      throw new StrictJsonError(
+        "nesting",
+        `maximum recursion depth exceeded while decoding a JSON ${container} from a unicode string`,
+      );
     }
     const result = scan();
     this.depth--;

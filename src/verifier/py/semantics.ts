@@ -27,10 +27,21 @@ function numericValue(value: JsonValue): Numeric | null {
   return null;
 }
 
-/** Python `a == b` for parsed JSON values (deep, key-order-insensitive, `True == 1 == 1.0`). */
+/**
+ * Python `a == b` for parsed JSON values (deep, key-order-insensitive, `True == 1 == 1.0`).
+ * Every parsed NaN is the same Python object, and list/dict comparison checks identity first,
+ * so NaN equals NaN inside containers but not at the top.
+ */
 export function pyEquals(a: JsonValue | undefined, b: JsonValue | undefined): boolean {
+  return equals(a, b, false);
+}
+
+function equals(a: JsonValue | undefined, b: JsonValue | undefined, nested: boolean): boolean {
   a = a === undefined ? null : a;
   b = b === undefined ? null : b;
+  if (nested && a instanceof PyFloat && b instanceof PyFloat) {
+    if (Number.isNaN(a.value) && Number.isNaN(b.value)) return true;
+  }
   if (a === b) return !(a instanceof PyFloat && Number.isNaN(a.value));
   if (a === null || b === null) return false;
   if (typeof a === "string" || typeof b === "string") return false;
@@ -44,14 +55,14 @@ export function pyEquals(a: JsonValue | undefined, b: JsonValue | undefined): bo
   }
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!pyEquals(a[i], b[i])) return false;
+    for (let i = 0; i < a.length; i++) if (!equals(a[i], b[i], true)) return false;
     return true;
   }
   const objA = a as Map<string, JsonValue>;
   const objB = b as Map<string, JsonValue>;
   if (objA.size !== objB.size) return false;
   for (const [key, value] of objA) {
-    if (!objB.has(key) || !pyEquals(value, objB.get(key))) return false;
+    if (!objB.has(key) || !equals(value, objB.get(key), true)) return false;
   }
   return true;
 }
@@ -66,9 +77,10 @@ export class PyOverflowError extends Error {
   override readonly name = "PyOverflowError";
 }
 
-// Characters for which Python's str.isspace() is true.
+// What int() strips: ASCII whitespace, plus the non-ASCII characters for which str.isspace()
+// is true (int() maps those to spaces first). The ASCII separators \x1c-\x1f are not stripped.
 const PY_SPACE =
-  "[\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+  "[\\t\\n\\v\\f\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
 const INT_LITERAL = new RegExp(`^${PY_SPACE}*([+-]?)(\\p{Nd}(?:_?\\p{Nd})*)${PY_SPACE}*$`, "u");
 const DECIMAL_DIGIT = /\p{Nd}/u;
 
