@@ -1,0 +1,188 @@
+#!/usr/bin/env node
+/**
+ * `continuity-receipt-verify-receipt <receipt> [--bundle P] [--revocations P|URL]...
+ *   [--digest] [--canonical P]` (verifier.md §6.3).
+ *
+ * Exit codes: 0 valid (or a digest printed), 1 invalid or unusable revocations, 2 unreadable
+ * or unparsable input and usage errors.
+ */
+import { realpathSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { loadAndMergeRevocations } from "../io/revocation-sources.js";
+import { sha256Digest } from "../verifier/crypto/digest.js";
+import { CanonicalizationError, canonicalBytes } from "../verifier/json/canonical.js";
+import { dumpJson } from "../verifier/json/dump.js";
+import { parseJson } from "../verifier/json/parse.js";
+import { isObject, type JsonValue } from "../verifier/json/value.js";
+import { RevocationLoadError } from "../verifier/revocations/document.js";
+import { verifyVerificationReceipt } from "../verifier/verification-receipt/index.js";
+
+const USAGE = `usage: continuity-receipt-verify-receipt <receipt> [--bundle P] [--revocations P|URL]...
+                                          [--digest] [--canonical P]
+
+Checks a verification receipt. --bundle also checks that the receipt describes that bundle;
+--revocations (repeatable) checks the issuer key against revocation documents.
+--digest prints the receipt digest; --canonical P writes the signed bytes to P and prints it.
+Exit status: 0 valid, 1 invalid, 2 unreadable input or usage error.
+`;
+
+class InputError extends Error {}
+
+/** parseArgs refuses unknown or incomplete options with a TypeError coded `ERR_PARSE_ARGS_*`. */
+function isParseArgsError(error: unknown): error is TypeError {
+  return (
+    error instanceof TypeError &&
+    "code" in error &&
+    typeof error.code === "string" &&
+    error.code.startsWith("ERR_PARSE_ARGS_")
+  );
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+interface Request {
+  receiptPath: string;
+  bundlePath: string | undefined;
+  revocationSources: string[];
+  digest: boolean;
+  canonicalPath: string | undefined;
+}
+
+function parseRequest(argv: string[]): Request | "help" {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      bundle: { type: "string" },
+      revocations: { type: "string", multiple: true },
+      digest: { type: "boolean" },
+      canonical: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) return "help";
+  const [receiptPath, ...extra] = positionals;
+  if (receiptPath === undefined) throw new InputError("missing <receipt>");
+  if (extra.length > 0) throw new InputError(`unexpected argument ${JSON.stringify(extra[0])}`);
+  return {
+    receiptPath,
+    bundlePath: values.bundle,
+    revocationSources: values.revocations ?? [],
+    digest: values.digest ?? false,
+    canonicalPath: values.canonical,
+  };
+}
+
+async function readReceipt(path: string): Promise<JsonValue> {
+  try {
+    return parseJson(await readFile(path));
+  } catch (error) {
+    throw new InputError(`receipt is not valid JSON: ${errorText(error)}`);
+  }
+}
+
+/** The signed bytes (the receipt minus `sig`) and their digest, the value to anchor. */
+function signedView(receipt: JsonValue): { bytes: Buffer; digest: string } {
+  if (!isObject(receipt)) throw new InputError("receipt is not a JSON object");
+  let bytes: Buffer;
+  try {
+    bytes = canonicalBytes(receipt, "sig");
+  } catch (error) {
+    if (error instanceof CanonicalizationError) {
+      throw new InputError(`receipt cannot be canonicalised: ${error.message}`);
+    }
+    throw error;
+  }
+  return { bytes, digest: sha256Digest(bytes) };
+}
+
+/**
+ * The bundle must be strict UTF-8 JSON. The reference hands the raw bytes to `json.loads`,
+ * which would also accept a UTF-8 BOM and UTF-16/32 text; we refuse those on purpose, as
+ * every other input of this project is strict UTF-8 without a BOM.
+ */
+async function readBundle(path: string): Promise<JsonValue> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFile(path);
+  } catch (error) {
+    throw new InputError(`cannot read bundle: ${errorText(error)}`);
+  }
+  try {
+    return parseJson(bytes);
+  } catch (error) {
+    throw new InputError(`bundle is not valid JSON: ${errorText(error)}`);
+  }
+}
+
+async function run(request: Request): Promise<number> {
+  const receipt = await readReceipt(request.receiptPath);
+  if (request.canonicalPath !== undefined) {
+    const { bytes, digest } = signedView(receipt);
+    try {
+      await writeFile(request.canonicalPath, bytes);
+    } catch (error) {
+      throw new InputError(`cannot write ${request.canonicalPath}: ${errorText(error)}`);
+    }
+    process.stdout.write(`${digest}\n`);
+    return 0;
+  }
+  if (request.digest) {
+    process.stdout.write(`${signedView(receipt).digest}\n`);
+    return 0;
+  }
+  let revocations: JsonValue[];
+  try {
+    revocations = await loadAndMergeRevocations(request.revocationSources);
+  } catch (error) {
+    if (!(error instanceof RevocationLoadError)) throw error;
+    process.stderr.write(`error: ${error.detail}\n`);
+    process.stdout.write(`${dumpJson({ valid: false, errors: [error.code] }, { indent: 2 })}\n`);
+    return 1;
+  }
+  const bundle =
+    request.bundlePath === undefined ? undefined : await readBundle(request.bundlePath);
+  const result = verifyVerificationReceipt(receipt, { bundle, revocations });
+  process.stdout.write(`${dumpJson(result, { indent: 2 })}\n`);
+  return result.valid ? 0 : 1;
+}
+
+/** Runs the CLI with `argv` (arguments after the program name) and returns the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  let request: Request | "help";
+  try {
+    request = parseRequest(argv);
+  } catch (error) {
+    if (!(error instanceof InputError || isParseArgsError(error))) throw error;
+    process.stderr.write(`error: ${error.message}\n${USAGE}`);
+    return 2;
+  }
+  if (request === "help") {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  try {
+    return await run(request);
+  } catch (error) {
+    if (!(error instanceof InputError)) throw error;
+    process.stderr.write(`error: ${error.message}\n`);
+    return 2;
+  }
+}
+
+/** npm installs bins as symlinks, so both sides are compared as real paths. */
+function invokedDirectly(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(script)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (invokedDirectly()) process.exitCode = await main(process.argv.slice(2));
