@@ -1,5 +1,6 @@
 /** receiptd's verifier: a pure library (no I/O) for Continuity Receipt 0.1–0.6. */
 
+export { type AnchorResult, verifyProof } from "./anchor/index.js";
 export { SUPPORTED_SPECS } from "./bundle/record-types.js";
 export {
   type BundleErrorCode,
@@ -9,6 +10,7 @@ export {
   type VerifyResult,
 } from "./bundle/result.js";
 export { type VerifyOptions, verifyBundle } from "./bundle/verify-bundle.js";
+export { MAX_BUNDLE_BYTES, verifyBundleBytes } from "./bundle/verify-document.js";
 export { didKeyToPublicKey, publicKeyToDidKey } from "./crypto/did-key.js";
 export { recordDigest, sha256Digest, valueDigest } from "./crypto/digest.js";
 export {
@@ -30,4 +32,18 @@ export {
   PyFloat,
   toPlain,
 } from "./json/value.js";
+export {
+  buildRevocationDocument,
+  parseRevocationDocument,
+  RevocationLoadError,
+  signRevocationStatement,
+  validateRevocationDocument,
+} from "./revocations/document.js";
 export { mergeStatements, verifyStatements } from "./revocations/statements.js";
+export {
+  issueVerificationReceipt,
+  type ReceiptCheck,
+  verificationReceiptDigest,
+  verifyVerificationReceipt,
+} from "./verification-receipt/index.js";
+export { VERIFIER_VERSION } from "./version.js";

@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+/**
+ * `receiptd`: the project CLI. Each subcommand delegates to the module that owns it, so
+ * `receiptd verify` and `continuity-receipt-verify` are one piece of code.
+ */
+import { VERIFIER_VERSION } from "../verifier/version.js";
+import { isEntryPoint, runMain } from "./entry.js";
+
+interface Subcommand {
+  summary: string;
+  usage: string;
+  run: (argv: string[]) => Promise<number>;
+}
+
+const SUBCOMMANDS: Record<string, Subcommand> = {
+  verify: {
+    summary: "verify a Continuity Receipt bundle (exit 0 iff TRUSTED)",
+    usage: "receiptd verify <bundle> [--require-anchor] [--revocations PATH|URL]...",
+    run: async (argv) => (await import("./continuity-receipt-verify.js")).main(argv),
+  },
+  "verify-receipt": {
+    summary: "verify a signed verification receipt (exit 0 iff valid)",
+    usage:
+      "receiptd verify-receipt <receipt> [--bundle P] [--revocations P|URL]... [--digest] [--canonical P]",
+    run: async (argv) => (await import("./continuity-receipt-verify-receipt.js")).main(argv),
+  },
+  serve: {
+    summary: "run the HTTP verification service (configured by environment; see --help)",
+    usage: "receiptd serve [--host HOST] [--port PORT]",
+    run: async (argv) => (await import("./serve.js")).main(argv),
+  },
+  anchor: {
+    summary: "verify an OpenTimestamps proof against block headers (exit 0 iff verified)",
+    usage:
+      "receiptd anchor verify <proof> (--digest D | --bundle B --target RID) [--header HEX --height N]... [--json]",
+    run: async (argv) => (await import("./continuity-receipt-anchor.js")).main(argv),
+  },
+};
+
+export function helpText(): string {
+  const width = Math.max(...Object.keys(SUBCOMMANDS).map((name) => name.length));
+  const lines = Object.entries(SUBCOMMANDS).map(
+    ([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`,
+  );
+  const usages = Object.values(SUBCOMMANDS).map((command) => `  ${command.usage}`);
+  return [
+    `receiptd ${VERIFIER_VERSION} — Continuity Receipt verification service and tools`,
+    "",
+    "usage: receiptd <command> [arguments]",
+    "",
+    "commands:",
+    ...lines,
+    "",
+    "arguments:",
+    ...usages,
+    "",
+    "Exit codes: 0 success (TRUSTED / valid / verified), 1 a negative result, 2 usage or I/O error.",
+    "",
+  ].join("\n");
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(helpText());
+    return name === undefined ? 2 : 0;
+  }
+  if (name === "--version") {
+    process.stdout.write(`${VERIFIER_VERSION}\n`);
+    return 0;
+  }
+  const command = SUBCOMMANDS[name];
+  if (command === undefined) {
+    process.stderr.write(`receiptd: unknown command '${name}'\n\n${helpText()}`);
+    return 2;
+  }
+  return command.run(rest);
+}
+
+if (isEntryPoint(import.meta.url)) runMain(main);

@@ -1,0 +1,65 @@
+/**
+ * Verification of a bundle given as raw bytes: the reference CLI's flow (verifier.md §1.1
+ * steps 2–4) without the file system. Size is checked before anything is decoded, then the
+ * bytes are decoded and parsed strictly, then verified.
+ */
+import { parseJson, StrictJsonError } from "../json/parse.js";
+import type { JsonValue } from "../json/value.js";
+import type { VerifyOptions } from "./context.js";
+import type { Verdict, VerifyResult } from "./result.js";
+import { verifyBundle } from "./verify-bundle.js";
+
+/** The reference CLI's `MAX_BUNDLE_BYTES`: exactly 8 MiB is still accepted. */
+export const MAX_BUNDLE_BYTES = 8 * 1024 * 1024;
+
+/** What the reference prints when it stops before verifying: no reasons, no summary, no rid. */
+export interface EarlyExitResult {
+  verdict: Verdict;
+  errors: { code: string; detail: string }[];
+}
+
+export type DocumentResult = VerifyResult | EarlyExitResult;
+
+export function bundleTooLarge(size: number, limit = MAX_BUNDLE_BYTES): EarlyExitResult {
+  return {
+    verdict: "UNTRUSTED",
+    errors: [{ code: "bundle_too_large", detail: `${size} bytes exceeds limit ${limit}` }],
+  };
+}
+
+/** Maps a parse failure to the reference CLI's result. */
+export function unparseableBundle(error: StrictJsonError): EarlyExitResult {
+  if (error.reason === "nesting") {
+    return {
+      verdict: "UNTRUSTED",
+      errors: [{ code: "nesting_too_deep", detail: "JSON nesting exceeds the parser limit" }],
+    };
+  }
+  return {
+    verdict: "UNTRUSTED",
+    errors: [{ code: "malformed", detail: `bundle is not valid JSON: ${error.message}` }],
+  };
+}
+
+export interface DocumentOptions extends VerifyOptions {
+  maxBytes?: number;
+  /** Python text-mode newline translation, as the reference CLI reads files. */
+  universalNewlines?: boolean;
+}
+
+/** Parses and verifies raw bundle bytes; never throws for any input bytes. */
+export function verifyBundleBytes(
+  bytes: Uint8Array,
+  options: DocumentOptions = {},
+): DocumentResult {
+  const limit = options.maxBytes ?? MAX_BUNDLE_BYTES;
+  if (bytes.length > limit) return bundleTooLarge(bytes.length, limit);
+  let bundle: JsonValue;
+  try {
+    bundle = parseJson(bytes, { universalNewlines: options.universalNewlines ?? false });
+  } catch (error) {
+    if (error instanceof StrictJsonError) return unparseableBundle(error);
+    throw error;
+  }
+  return verifyBundle(bundle, options);
+}
