@@ -32,6 +32,7 @@ export {
   PyFloat,
   toPlain,
 } from "./json/value.js";
+export * from "./producer/index.js";
 export {
   buildRevocationDocument,
   parseRevocationDocument,

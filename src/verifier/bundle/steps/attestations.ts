@@ -7,7 +7,7 @@ import { pyTruthy } from "../../py/semantics.js";
 import { bodyOf, receiptIdOf, typeOf, type VerificationContext } from "../context.js";
 
 /** The body with `counterparty.attestation` removed: what the counterparty signed. */
-function attestationView(body: JsonObject, counterparty: JsonObject): JsonObject {
+export function attestationView(body: JsonObject, counterparty: JsonObject): JsonObject {
   const unsigned = new Map(counterparty);
   unsigned.delete("attestation");
   const view = new Map(body);
