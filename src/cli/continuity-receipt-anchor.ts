@@ -18,7 +18,7 @@ import {
   type JsonValue,
   member,
 } from "../verifier/json/value.js";
-import { type CliIo, isEntryPoint, processIo, runMain } from "./entry.js";
+import { type CliIo, isEntryPoint, isParseArgsError, processIo, runMain } from "./entry.js";
 
 const USAGE = `usage: continuity-receipt-anchor verify <proof> (--digest D | --bundle B --target RID)
                                   [--header HEX]... [--height N]... [--json]
@@ -35,16 +35,6 @@ export type AnchorCliResult = Omit<AnchorResult, "code"> & {
 };
 
 class UsageError extends Error {}
-
-/** parseArgs refuses unknown or incomplete options with a TypeError coded `ERR_PARSE_ARGS_*`. */
-function isParseArgsError(error: unknown): error is TypeError {
-  return (
-    error instanceof TypeError &&
-    "code" in error &&
-    typeof error.code === "string" &&
-    error.code.startsWith("ERR_PARSE_ARGS_")
-  );
-}
 
 interface VerifyRequest {
   proofPath: string;

@@ -6,9 +6,7 @@
  * Exit codes: 0 valid (or a digest printed), 1 invalid or unusable revocations, 2 unreadable
  * or unparsable input and usage errors.
  */
-import { realpathSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
-import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { loadAndMergeRevocations } from "../io/revocation-sources.js";
 import { sha256Digest } from "../verifier/crypto/digest.js";
@@ -18,6 +16,7 @@ import { parseJson } from "../verifier/json/parse.js";
 import { isObject, type JsonValue } from "../verifier/json/value.js";
 import { RevocationLoadError } from "../verifier/revocations/document.js";
 import { verifyVerificationReceipt } from "../verifier/verification-receipt/index.js";
+import { type CliIo, isEntryPoint, isParseArgsError, processIo, runMain } from "./entry.js";
 
 const USAGE = `usage: continuity-receipt-verify-receipt <receipt> [--bundle P] [--revocations P|URL]...
                                           [--digest] [--canonical P]
@@ -29,16 +28,6 @@ Exit status: 0 valid, 1 invalid, 2 unreadable input or usage error.
 `;
 
 class InputError extends Error {}
-
-/** parseArgs refuses unknown or incomplete options with a TypeError coded `ERR_PARSE_ARGS_*`. */
-function isParseArgsError(error: unknown): error is TypeError {
-  return (
-    error instanceof TypeError &&
-    "code" in error &&
-    typeof error.code === "string" &&
-    error.code.startsWith("ERR_PARSE_ARGS_")
-  );
-}
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -119,7 +108,7 @@ async function readBundle(path: string): Promise<JsonValue> {
   }
 }
 
-async function run(request: Request): Promise<number> {
+async function run(request: Request, io: CliIo): Promise<number> {
   const receipt = await readReceipt(request.receiptPath);
   if (request.canonicalPath !== undefined) {
     const { bytes, digest } = signedView(receipt);
@@ -128,11 +117,11 @@ async function run(request: Request): Promise<number> {
     } catch (error) {
       throw new InputError(`cannot write ${request.canonicalPath}: ${errorText(error)}`);
     }
-    process.stdout.write(`${digest}\n`);
+    io.stdout(`${digest}\n`);
     return 0;
   }
   if (request.digest) {
-    process.stdout.write(`${signedView(receipt).digest}\n`);
+    io.stdout(`${signedView(receipt).digest}\n`);
     return 0;
   }
   let revocations: JsonValue[];
@@ -140,49 +129,38 @@ async function run(request: Request): Promise<number> {
     revocations = await loadAndMergeRevocations(request.revocationSources);
   } catch (error) {
     if (!(error instanceof RevocationLoadError)) throw error;
-    process.stderr.write(`error: ${error.detail}\n`);
-    process.stdout.write(`${dumpJson({ valid: false, errors: [error.code] }, { indent: 2 })}\n`);
+    io.stderr(`error: ${error.detail}\n`);
+    io.stdout(`${dumpJson({ valid: false, errors: [error.code] }, { indent: 2 })}\n`);
     return 1;
   }
   const bundle =
     request.bundlePath === undefined ? undefined : await readBundle(request.bundlePath);
   const result = verifyVerificationReceipt(receipt, { bundle, revocations });
-  process.stdout.write(`${dumpJson(result, { indent: 2 })}\n`);
+  io.stdout(`${dumpJson(result, { indent: 2 })}\n`);
   return result.valid ? 0 : 1;
 }
 
 /** Runs the CLI with `argv` (arguments after the program name) and returns the exit code. */
-export async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
   let request: Request | "help";
   try {
     request = parseRequest(argv);
   } catch (error) {
     if (!(error instanceof InputError || isParseArgsError(error))) throw error;
-    process.stderr.write(`error: ${error.message}\n${USAGE}`);
+    io.stderr(`error: ${error.message}\n${USAGE}`);
     return 2;
   }
   if (request === "help") {
-    process.stdout.write(USAGE);
+    io.stdout(USAGE);
     return 0;
   }
   try {
-    return await run(request);
+    return await run(request, io);
   } catch (error) {
     if (!(error instanceof InputError)) throw error;
-    process.stderr.write(`error: ${error.message}\n`);
+    io.stderr(`error: ${error.message}\n`);
     return 2;
   }
 }
 
-/** npm installs bins as symlinks, so both sides are compared as real paths. */
-function invokedDirectly(): boolean {
-  const script = process.argv[1];
-  if (script === undefined) return false;
-  try {
-    return import.meta.url === pathToFileURL(realpathSync(script)).href;
-  } catch {
-    return false;
-  }
-}
-
-if (invokedDirectly()) process.exitCode = await main(process.argv.slice(2));
+if (isEntryPoint(import.meta.url)) runMain(main);

@@ -36,3 +36,13 @@ export const processIo: CliIo = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
 };
+
+/** parseArgs refuses unknown or incomplete options with a TypeError coded `ERR_PARSE_ARGS_*`. */
+export function isParseArgsError(error: unknown): error is TypeError {
+  return (
+    error instanceof TypeError &&
+    "code" in error &&
+    typeof error.code === "string" &&
+    error.code.startsWith("ERR_PARSE_ARGS_")
+  );
+}
