@@ -1,0 +1,59 @@
+/**
+ * `receiptd serve [--host HOST] [--port PORT]`: runs the HTTP service. Configuration comes
+ * from the environment (service.md §13); the flags override `HOST` and `PORT`.
+ */
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfig, type ServiceConfig } from "../service/config.js";
+import { startServer } from "../service/server.js";
+import { type CliIo, isParseArgsError, processIo } from "./entry.js";
+
+export const USAGE = "usage: receiptd serve [--host HOST] [--port PORT]";
+
+const HELP = `${USAGE}
+
+Runs the verification service until SIGTERM or SIGINT (a second signal stops at once).
+Environment: HOST (127.0.0.1), PORT (8080), DATA_DIR (./data), LOG_LEVEL (info), CORPUS_DIR,
+MAX_BODY_BYTES (1048576), MAX_BATCH (50), CPU_THREADS (cores), CPU_MAX_QUEUE (32 per thread),
+ANON_DAILY_CAP, KEY_DAILY_CAP, X402_DAILY_CAP.
+`;
+
+function parseCommandLine(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    options: {
+      host: { type: "string" },
+      port: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    allowPositionals: false,
+  }).values;
+}
+
+/** Resolves once the server listens; the process then lives until the server closes. */
+export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
+  let flags: ReturnType<typeof parseCommandLine>;
+  try {
+    flags = parseCommandLine(argv);
+  } catch (error) {
+    if (!isParseArgsError(error)) throw error;
+    io.stderr(`error: ${error.message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (flags.help) {
+    io.stdout(HELP);
+    return 0;
+  }
+  const env = { ...process.env };
+  if (flags.host !== undefined) env.HOST = flags.host;
+  if (flags.port !== undefined) env.PORT = flags.port;
+  let config: ServiceConfig;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    io.stderr(`error: ${error.message}\n`);
+    return 2;
+  }
+  await startServer(config);
+  return 0;
+}

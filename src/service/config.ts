@@ -1,0 +1,155 @@
+/**
+ * The service's configuration (service.md §12–§13): read once from the environment, typed,
+ * validated, then passed down explicitly. Nothing below this module reads `process.env`.
+ */
+import { availableParallelism } from "node:os";
+import { resolve } from "node:path";
+import { taskModuleUrl } from "./cpu-pool.js";
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * The configurable limits of service.md §12. Receipts per bundle (10,000) and bundle nesting
+ * depth (64) are not here: they are verdict rules of the verifier (verifier.md §4), fixed so
+ * that verdicts stay identical to the reference's.
+ */
+export interface ServiceLimits {
+  /** Every JSON endpoint except `POST /crystals`. */
+  maxBodyBytes: number;
+  maxCrystalBodyBytes: number;
+  maxCrystalCiphertextBytes: number;
+  /** Bundles in one `POST /verify` batch. */
+  maxBatch: number;
+  digestCacheTtlSeconds: number;
+  digestCacheMaxEntries: number;
+  anonymousDailyCap: number;
+  keyDailyCap: number;
+  x402PayerDailyCap: number;
+  leaseSeconds: number;
+  dayPassSeconds: number;
+}
+
+export interface CpuPoolConfig {
+  /** Worker threads; the pool never grows or shrinks (min = max). */
+  threads: number;
+  /** Tasks allowed to wait for a thread; beyond it requests get 503 `overloaded`. */
+  maxQueue: number;
+  /** File URL of the `POST /verify` task module (tests substitute an instrumented one). */
+  verifyTaskModule: string;
+}
+
+/** Where log lines go instead of stdout (tests capture them). */
+export interface LogDestination {
+  write(line: string): void;
+}
+
+export interface ServiceConfig {
+  host: string;
+  port: number;
+  /** Absolute path of the embedded document store and key files. */
+  dataDir: string;
+  logLevel: LogLevel;
+  logDestination?: LogDestination;
+  /** Absolute path of the conformance corpus, or null when none is deployed. */
+  corpusDir: string | null;
+  limits: ServiceLimits;
+  cpuPool: CpuPoolConfig;
+}
+
+export interface ConfigOverrides extends Partial<Omit<ServiceConfig, "limits" | "cpuPool">> {
+  limits?: Partial<ServiceLimits>;
+  cpuPool?: Partial<CpuPoolConfig>;
+}
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+const MIB = 1024 * 1024;
+
+export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
+  maxBodyBytes: MIB,
+  maxCrystalBodyBytes: 4 * MIB,
+  maxCrystalCiphertextBytes: 2 * MIB,
+  maxBatch: 50,
+  digestCacheTtlSeconds: 900,
+  digestCacheMaxEntries: 256,
+  anonymousDailyCap: 2000,
+  keyDailyCap: 1000,
+  x402PayerDailyCap: 1000,
+  leaseSeconds: 300,
+  dayPassSeconds: 86_400,
+};
+
+/**
+ * Queued tasks allowed per thread by default. A queued single-bundle task is about a
+ * millisecond of work, so a full queue is tens of milliseconds of backlog per thread; it
+ * also bounds the request bodies held in memory while they wait (1 MiB each at most).
+ */
+const QUEUED_TASKS_PER_THREAD = 32;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function integerFrom(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const text = env[name];
+  if (text === undefined || text === "") return fallback;
+  if (!/^\d+$/.test(text)) throw new ConfigError(`${name} must be a whole number, got '${text}'`);
+  const value = Number(text);
+  if (value < min || value > max) {
+    throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  }
+  return value;
+}
+
+function logLevelFrom(env: Env): LogLevel {
+  const text = env.LOG_LEVEL;
+  if (text === undefined || text === "") return "info";
+  const level = LOG_LEVELS.find((candidate) => candidate === text);
+  if (level === undefined) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got '${text}'`);
+  }
+  return level;
+}
+
+function limitsFrom(env: Env): ServiceLimits {
+  const cap = (name: string, fallback: number) =>
+    integerFrom(env, name, fallback, 0, Number.MAX_SAFE_INTEGER);
+  return {
+    ...DEFAULT_LIMITS,
+    maxBodyBytes: integerFrom(env, "MAX_BODY_BYTES", DEFAULT_LIMITS.maxBodyBytes, 1, 64 * MIB),
+    maxBatch: integerFrom(env, "MAX_BATCH", DEFAULT_LIMITS.maxBatch, 1, 10_000),
+    anonymousDailyCap: cap("ANON_DAILY_CAP", DEFAULT_LIMITS.anonymousDailyCap),
+    keyDailyCap: cap("KEY_DAILY_CAP", DEFAULT_LIMITS.keyDailyCap),
+    x402PayerDailyCap: cap("X402_DAILY_CAP", DEFAULT_LIMITS.x402PayerDailyCap),
+  };
+}
+
+function cpuPoolFrom(env: Env): CpuPoolConfig {
+  const threads = integerFrom(env, "CPU_THREADS", availableParallelism(), 1, 1024);
+  return {
+    threads,
+    maxQueue: integerFrom(env, "CPU_MAX_QUEUE", threads * QUEUED_TASKS_PER_THREAD, 0, 1_000_000),
+    verifyTaskModule: taskModuleUrl("verify"),
+  };
+}
+
+/**
+ * Builds the configuration from `env` (service.md §13 plus `MAX_BODY_BYTES`, `MAX_BATCH`,
+ * `CPU_THREADS`, `CPU_MAX_QUEUE`), then applies `overrides`. Throws `ConfigError` for a value
+ * that is present but unusable, rather than silently falling back to a default.
+ */
+export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): ServiceConfig {
+  const { limits, cpuPool, ...rest } = overrides;
+  const corpusDir = env.CORPUS_DIR;
+  return {
+    host: env.HOST || "127.0.0.1",
+    port: integerFrom(env, "PORT", 8080, 0, 65_535),
+    dataDir: resolve(env.DATA_DIR || "./data"),
+    logLevel: logLevelFrom(env),
+    corpusDir: corpusDir ? resolve(corpusDir) : null,
+    ...rest,
+    limits: { ...limitsFrom(env), ...limits },
+    cpuPool: { ...cpuPoolFrom(env), ...cpuPool },
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * Every failure is a JSON error body with a stable code (service.md §0). Unexpected faults
+ * are logged (content-free) and answered 500 with the request id and nothing else: no
+ * message, no stack trace.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { CpuPoolOverloadedError } from "../cpu-pool.js";
+import { REQUEST_ID_HEADER } from "./request-id.js";
+
+function isClientError(error: FastifyError): boolean {
+  return error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500;
+}
+
+function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (error instanceof CpuPoolOverloadedError) {
+    return reply.code(503).header("retry-after", "1").send({ error: "overloaded" });
+  }
+  if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+    return reply.code(413).send({ error: "body_too_large", limit: request.routeOptions.bodyLimit });
+  }
+  // Fastify's own refusals of a malformed request (a bad Content-Length, say).
+  if (isClientError(error)) {
+    return reply.code(error.statusCode ?? 400).send({ error: "bad_request" });
+  }
+  request.log.error({ err: error }, "unexpected fault");
+  return reply.code(500).send({ error: "internal_error", request_id: request.id });
+}
+
+/**
+ * Refusals that happen before routing (a URL that cannot be decoded): no hook has run, so
+ * the request id header is set here.
+ */
+export function handleFrameworkError(
+  _error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  reply.code(400).header(REQUEST_ID_HEADER, request.id).send({ error: "bad_request" });
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: "not_found" }));
+}

@@ -1,0 +1,92 @@
+/**
+ * Content-free logging (service.md §9): one line per request with the method, the route
+ * template, the status, the latency and the request id. Never bodies, query strings,
+ * headers or client addresses: URLs are never logged because a query string can carry
+ * anything, and the serializers below replace pino's defaults, which would log the URL,
+ * the host and the remote address.
+ */
+import {
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+  LogController,
+} from "fastify";
+import type { ServiceConfig } from "../config.js";
+
+interface LoggedRequest {
+  method?: string;
+  routeOptions?: { url?: string };
+}
+
+interface LoggedReply {
+  statusCode?: number;
+}
+
+/** The matched route's template (`/anchors/:digest`), or null when no route matched. */
+function routeTemplate(request: LoggedRequest): string | null {
+  return request.routeOptions?.url ?? null;
+}
+
+function requestSummary(request: LoggedRequest): { method?: string; route: string | null } {
+  return { method: request.method, route: routeTemplate(request) };
+}
+
+function replySummary(reply: LoggedReply): { statusCode?: number } {
+  return { statusCode: reply.statusCode };
+}
+
+/**
+ * An error's class, code and call sites, without its message: messages can quote the
+ * input that caused them (a bundle fragment, a header value).
+ */
+function faultSummary(error: Error & { code?: unknown }): {
+  type: string;
+  code?: unknown;
+  message: string;
+  stack: string;
+} {
+  const frames = (error.stack ?? "")
+    .split("\n")
+    .filter((line) => line.trimStart().startsWith("at "));
+  return {
+    type: error.name,
+    code: error.code,
+    message: "(not logged)",
+    stack: frames.join("\n"),
+  };
+}
+
+/** Writes the single access line when a response finishes, and nothing else per request. */
+class AccessLogController extends LogController {
+  override incomingRequest(): void {}
+
+  override routeNotFound(): void {}
+
+  override requestCompleted(
+    error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
+    const line = {
+      method: request.method,
+      route: routeTemplate(request),
+      status: reply.statusCode,
+      responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
+    };
+    if (error) reply.log.error({ ...line, err: error }, "request errored");
+    else reply.log.info(line, "request completed");
+  }
+}
+
+export function loggingOptions(
+  config: ServiceConfig,
+): Pick<FastifyServerOptions, "logger" | "logController"> {
+  return {
+    logger: {
+      level: config.logLevel,
+      ...(config.logDestination ? { stream: config.logDestination } : {}),
+      serializers: { req: requestSummary, res: replySummary, err: faultSummary },
+    },
+    logController: new AccessLogController(),
+  };
+}

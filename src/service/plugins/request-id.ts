@@ -1,0 +1,19 @@
+/**
+ * Every response carries `X-Request-Id` (service.md §0). Ids are generated here, never taken
+ * from the client, so a log line's id always names exactly one request.
+ */
+import { randomUUID } from "node:crypto";
+import type { FastifyInstance } from "fastify";
+
+export const REQUEST_ID_HEADER = "x-request-id";
+
+export function generateRequestId(): string {
+  return randomUUID();
+}
+
+/** Set on arrival, so error and not-found replies carry it too. */
+export function registerRequestIdHeader(app: FastifyInstance): void {
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
+}

@@ -1,0 +1,16 @@
+/** `GET /health` (service.md §11): the process is up and serving. */
+import type { FastifyInstance } from "fastify";
+
+const healthSchema = {
+  response: {
+    200: {
+      type: "object",
+      required: ["ok"],
+      properties: { ok: { type: "boolean" } },
+    },
+  },
+} as const;
+
+export async function healthRoutes(app: FastifyInstance) {
+  app.get("/health", { schema: healthSchema }, async () => ({ ok: true }));
+}

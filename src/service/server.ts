@@ -1,0 +1,48 @@
+/**
+ * Runs the app on a socket until SIGTERM or SIGINT, then shuts down gracefully: stop
+ * accepting connections, answer the requests already in flight, close the CPU pool.
+ */
+import type { FastifyInstance } from "fastify";
+import { buildApp } from "./app.js";
+import type { ServiceConfig } from "./config.js";
+
+const SHUTDOWN_SIGNALS = ["SIGTERM", "SIGINT"] as const;
+
+export async function startServer(config: ServiceConfig): Promise<FastifyInstance> {
+  const app = await buildApp(config);
+  const shutDown = (signal: NodeJS.Signals) => {
+    // Only the first signal drains; with our handlers gone, a second one ends the process
+    // at once (Node's default), which is what an operator pressing Ctrl-C twice wants.
+    for (const name of SHUTDOWN_SIGNALS) process.off(name, shutDown);
+    app.log.info({ signal }, "shutting down: draining in-flight requests");
+    app.close().then(
+      () => app.log.info("shut down"),
+      (error: unknown) => {
+        app.log.error({ err: error }, "shutdown failed");
+        process.exitCode = 1;
+      },
+    );
+  };
+  // Node closes only the connections that are idle when the server closes; a keep-alive
+  // connection whose request is still in flight would otherwise stay open after its answer
+  // (for the keep-alive timeout) and hold the shutdown up. Answers given while draining
+  // therefore close their connection.
+  let draining = false;
+  app.addHook("preClose", async () => {
+    draining = true;
+  });
+  app.addHook("onSend", async (_request, reply) => {
+    if (draining) reply.header("connection", "close");
+  });
+  app.addHook("onClose", async () => {
+    for (const name of SHUTDOWN_SIGNALS) process.off(name, shutDown);
+  });
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
+  for (const name of SHUTDOWN_SIGNALS) process.on(name, shutDown);
+  return app;
+}

@@ -1,0 +1,128 @@
+/**
+ * `POST /verify` from raw body bytes to response text (service.md §1). It runs on a worker
+ * thread (workers/verify.ts): the bytes are parsed exactly once, there, and the main thread
+ * only forwards the finished JSON text.
+ *
+ * Decisions where service.md is silent:
+ * - an empty batch (`{"bundles": []}`) is valid: 200 with `results: []` and `count: 0`;
+ * - a body nested deeper than the parser's limit (1,000 containers) is `400 invalid_json`:
+ *   it cannot be read as a value, so its form cannot be told;
+ * - with `?receipt=1`, a batch item that is not an object gets `verification_receipt_error`
+ *   instead of a receipt (there is no bundle to bind a receipt to).
+ */
+import type { VerifyResult } from "../verifier/bundle/result.js";
+import { verifyBundle } from "../verifier/bundle/verify-bundle.js";
+import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
+import { dumpCompact } from "../verifier/json/dump.js";
+import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
+import { isArray, isObject, type JsonObject, type JsonValue } from "../verifier/json/value.js";
+import { formatUtcSeconds } from "../verifier/timestamps.js";
+import {
+  issueVerificationReceipt,
+  VerificationReceiptIssueError,
+} from "../verifier/verification-receipt/index.js";
+
+export const SERVICE_NAME = "continuity-receipt-verify";
+
+export const BAD_SHAPE_DETAIL =
+  'body must be a bundle object, {"bundle": {...}} or {"bundles": [...]}';
+
+/** What every verify worker is given once, at start (Piscina `workerData`). */
+export interface VerifyWorkerContext {
+  maxBatch: number;
+  receiptSigner: Ed25519Signer;
+}
+
+export interface VerifyFlags {
+  requireAnchor: boolean;
+  receipt: boolean;
+}
+
+export interface VerifyTask extends VerifyFlags {
+  /** The raw request body, moved (not copied) to the worker. */
+  body: ArrayBuffer;
+}
+
+export interface VerifyAnswer {
+  statusCode: 200 | 400;
+  /** The response body, already serialised. */
+  json: string;
+}
+
+type VerifyBody =
+  | { form: "single"; bundle: JsonObject }
+  | { form: "batch"; bundles: JsonValue[] }
+  | { form: "bad_shape" };
+
+/** The detection order of service.md §1: batch, then `{"bundle": …}`, then a bare bundle. */
+function detectBody(body: JsonValue): VerifyBody {
+  if (!isObject(body)) return { form: "bad_shape" };
+  const bundles = body.get("bundles");
+  if (isArray(bundles)) return { form: "batch", bundles };
+  if (!body.has("bundle")) return { form: "single", bundle: body };
+  const bundle = body.get("bundle");
+  return isObject(bundle) ? { form: "single", bundle } : { form: "bad_shape" };
+}
+
+type VerdictPayload = VerifyResult & {
+  verification_receipt?: JsonObject;
+  verification_receipt_error?: string;
+};
+
+function verdictPayload(
+  bundle: JsonValue,
+  flags: VerifyFlags,
+  signer: Ed25519Signer,
+  verifiedAt: string,
+): VerdictPayload {
+  const result = verifyBundle(bundle, { requireAnchor: flags.requireAnchor });
+  if (!flags.receipt) return result;
+  if (!isObject(bundle)) {
+    return { ...result, verification_receipt_error: "bundle is not an object" };
+  }
+  try {
+    const receipt = issueVerificationReceipt(bundle, result, signer, { verifiedAt });
+    return { ...result, verification_receipt: receipt };
+  } catch (error) {
+    if (!(error instanceof VerificationReceiptIssueError)) throw error;
+    return { ...result, verification_receipt_error: error.message };
+  }
+}
+
+function answer(statusCode: VerifyAnswer["statusCode"], payload: unknown): VerifyAnswer {
+  return { statusCode, json: dumpCompact(payload) };
+}
+
+export function answerVerifyRequest(
+  bytes: Uint8Array,
+  flags: VerifyFlags,
+  context: VerifyWorkerContext,
+): VerifyAnswer {
+  let body: JsonValue;
+  try {
+    body = parseJson(bytes);
+  } catch (error) {
+    if (!(error instanceof StrictJsonError)) throw error;
+    return answer(400, { error: "invalid_json", detail: error.message });
+  }
+  const request = detectBody(body);
+  if (request.form === "bad_shape") {
+    return answer(400, { error: "bad_shape", detail: BAD_SHAPE_DETAIL });
+  }
+  // One timestamp per request: every receipt of a batch records the same verification run.
+  const verifiedAt = formatUtcSeconds();
+  const signer = context.receiptSigner;
+  if (request.form === "single") {
+    return answer(200, {
+      ...verdictPayload(request.bundle, flags, signer, verifiedAt),
+      service: SERVICE_NAME,
+    });
+  }
+  if (request.bundles.length > context.maxBatch) {
+    return answer(400, { error: "batch_too_large", limit: context.maxBatch });
+  }
+  const results = request.bundles.map((bundle) =>
+    verdictPayload(bundle, flags, signer, verifiedAt),
+  );
+  return answer(200, { results, count: results.length, service: SERVICE_NAME });
+}

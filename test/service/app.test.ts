@@ -1,0 +1,107 @@
+/** The service's common behaviour (service.md §0, §11): metadata, 404, request ids, faults. */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { SUPPORTED_SPECS } from "../../src/verifier/bundle/record-types.js";
+import { VERDICTS } from "../../src/verifier/bundle/result.js";
+import { VERIFIER_VERSION } from "../../src/verifier/version.js";
+import { corpusBytes } from "../support/corpus.js";
+import { fixtureTaskModule, startTestService, type TestService } from "./support/service.js";
+
+const JSON_TYPE = "application/json; charset=utf-8";
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+describe("service basics", () => {
+  let service: TestService;
+  before(async () => {
+    service = await startTestService();
+  });
+  after(() => service.close());
+
+  test("GET /health", async () => {
+    const response = await service.app.inject({ method: "GET", url: "/health" });
+    assert.equal(response.statusCode, 200);
+    assert.equal(response.headers["content-type"], JSON_TYPE);
+    assert.equal(response.body, '{"ok":true}');
+  });
+
+  test("GET /info describes the service and names the receipt issuer", async () => {
+    const response = await service.app.inject({ method: "GET", url: "/info" });
+    assert.equal(response.statusCode, 200);
+    assert.equal(response.headers["content-type"], JSON_TYPE);
+    const info = response.json();
+    assert.equal(info.service, "continuity-receipt-verify");
+    assert.equal(info.implementation, "receiptd");
+    assert.equal(info.verifier_version, VERIFIER_VERSION);
+    assert.deepEqual(info.spec_versions, SUPPORTED_SPECS);
+    assert.deepEqual(info.verdicts, VERDICTS);
+    assert.deepEqual(info.limits, { max_body_bytes: 1_048_576, max_batch: 50 });
+    assert.equal(info.issuer, service.app.serviceSigner.did);
+    assert.match(info.issuer, /^did:key:z6Mk/);
+  });
+
+  test("unknown routes and methods → 404 not_found", async () => {
+    for (const [method, url] of [
+      ["GET", "/nothing-here?x=1"],
+      ["GET", "/verify"],
+      ["POST", "/health"],
+    ] as const) {
+      const response = await service.app.inject({ method, url });
+      assert.equal(response.statusCode, 404, `${method} ${url}`);
+      assert.equal(response.headers["content-type"], JSON_TYPE);
+      assert.deepEqual(response.json(), { error: "not_found" });
+    }
+  });
+
+  test("a URL that cannot be decoded → 400 bad_request", async () => {
+    const response = await service.app.inject({ method: "GET", url: "/health%" });
+    assert.equal(response.statusCode, 400);
+    assert.deepEqual(response.json(), { error: "bad_request" });
+    assert.match(String(response.headers["x-request-id"]), UUID);
+  });
+
+  test("every response carries its own X-Request-Id", async () => {
+    const responses = await Promise.all([
+      service.app.inject({ method: "GET", url: "/health" }),
+      service.app.inject({ method: "GET", url: "/info" }),
+      service.app.inject({ method: "GET", url: "/missing" }),
+      service.app.inject({
+        method: "POST",
+        url: "/verify",
+        payload: corpusBytes("vectors/01_happy_minimal.json"),
+      }),
+      service.app.inject({ method: "POST", url: "/verify", payload: "{" }),
+      service.app.inject({ method: "POST", url: "/verify", payload: "[]" }),
+    ]);
+    const ids = responses.map((response) => String(response.headers["x-request-id"]));
+    for (const id of ids) assert.match(id, UUID);
+    assert.equal(new Set(ids).size, ids.length);
+  });
+
+  test("a client-supplied X-Request-Id is not adopted", async () => {
+    const response = await service.app.inject({
+      method: "GET",
+      url: "/health",
+      headers: { "x-request-id": "client-chosen" },
+    });
+    assert.match(String(response.headers["x-request-id"]), UUID);
+  });
+});
+
+describe("an unexpected fault", () => {
+  let service: TestService;
+  before(async () => {
+    service = await startTestService({
+      cpuPool: { verifyTaskModule: fixtureTaskModule("failing-verify-worker") },
+    });
+  });
+  after(() => service.close());
+
+  test("→ 500 internal_error with the request id and nothing else", async () => {
+    const response = await service.app.inject({ method: "POST", url: "/verify", payload: "{}" });
+    assert.equal(response.statusCode, 500);
+    assert.equal(response.headers["content-type"], JSON_TYPE);
+    const requestId = response.headers["x-request-id"];
+    assert.match(String(requestId), UUID);
+    assert.deepEqual(response.json(), { error: "internal_error", request_id: requestId });
+  });
+});

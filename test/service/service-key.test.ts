@@ -1,0 +1,61 @@
+/** The service's Ed25519 key (service.md §8): created once with mode 0600, then reused. */
+import assert from "node:assert/strict";
+import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { buildApp } from "../../src/service/app.js";
+import {
+  loadOrCreateServiceKey,
+  SERVICE_KEY_FILE,
+  ServiceKeyError,
+} from "../../src/service/service-key.js";
+import { temporaryDataDir, testConfig } from "./support/service.js";
+
+async function issuerOf(dataDir: string): Promise<string> {
+  const app = await buildApp(testConfig(dataDir));
+  try {
+    const response = await app.inject({ method: "GET", url: "/info" });
+    return response.json<{ issuer: string }>().issuer;
+  } finally {
+    await app.close();
+  }
+}
+
+describe("the service key", () => {
+  let root: string;
+  before(async () => {
+    root = await temporaryDataDir();
+  });
+  after(() => rm(root, { recursive: true, force: true }));
+
+  test("is created 0600 on first start (with the data directory) and reused by the next app", async () => {
+    const dataDir = join(root, "fresh", "data");
+    const first = await issuerOf(dataDir);
+    const keyPath = join(dataDir, SERVICE_KEY_FILE);
+    assert.equal((await stat(keyPath)).mode & 0o777, 0o600);
+    const pem = await readFile(keyPath, "utf8");
+    assert.match(pem, /^-----BEGIN PRIVATE KEY-----\n/);
+
+    const second = await issuerOf(dataDir);
+    assert.equal(second, first);
+    assert.equal(await readFile(keyPath, "utf8"), pem);
+    assert.deepEqual(await readdir(dataDir), [SERVICE_KEY_FILE], "no temporary file is left");
+  });
+
+  test("concurrent first starts agree on one key", async () => {
+    const dataDir = join(root, "race");
+    const signers = await Promise.all(
+      Array.from({ length: 8 }, () => loadOrCreateServiceKey(dataDir)),
+    );
+    assert.equal(new Set(signers.map((signer) => signer.did)).size, 1);
+    assert.deepEqual(await readdir(dataDir), [SERVICE_KEY_FILE]);
+  });
+
+  test("a key file that is not an Ed25519 private key is refused, not replaced", async () => {
+    const dataDir = join(root, "corrupt");
+    await mkdir(dataDir);
+    await writeFile(join(dataDir, SERVICE_KEY_FILE), "not a key\n", { mode: 0o600 });
+    await assert.rejects(loadOrCreateServiceKey(dataDir), ServiceKeyError);
+    assert.equal(await readFile(join(dataDir, SERVICE_KEY_FILE), "utf8"), "not a key\n");
+  });
+});
