@@ -8,7 +8,9 @@
  *
  * Pure: no I/O, no clock; hashing goes through `node:crypto`.
  */
+
 import { createHash } from "node:crypto";
+import { CodedError } from "../coded-error.js";
 
 export const MAX_MESSAGE_BYTES = 4096;
 export const MAX_RESULT_BYTES = 4096;
@@ -59,14 +61,8 @@ export type AnchorProofErrorCode =
   | "too_many_nodes";
 
 /** A proof the parser refuses; `code` is stable and reported verbatim by `verifyProof`. */
-export class AnchorProofError extends Error {
+export class AnchorProofError extends CodedError<AnchorProofErrorCode> {
   override readonly name = "AnchorProofError";
-  constructor(
-    readonly code: AnchorProofErrorCode,
-    readonly detail: string,
-  ) {
-    super(`${code}: ${detail}`);
-  }
 }
 
 /** An attestation as the result object reports it (verifier.md §8.2). */

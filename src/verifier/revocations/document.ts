@@ -7,6 +7,7 @@
  * also checks every statement, because the service must never serve a document it cannot
  * vouch for.
  */
+import { CodedError } from "../coded-error.js";
 import { type Ed25519Signer, signEd25519 } from "../crypto/ed25519.js";
 import { canonicalBytes } from "../json/canonical.js";
 import { parseJson, StrictJsonError } from "../json/parse.js";
@@ -26,14 +27,8 @@ export type RevocationLoadCode =
   | "revocations_too_large";
 
 /** A revocation source that cannot be used; `code` is what the CLIs report. */
-export class RevocationLoadError extends Error {
+export class RevocationLoadError extends CodedError<RevocationLoadCode> {
   override readonly name = "RevocationLoadError";
-  constructor(
-    readonly code: RevocationLoadCode,
-    readonly detail: string,
-  ) {
-    super(`${code}: ${detail}`);
-  }
 }
 
 function badDocument(detail: string): RevocationLoadError {
