@@ -11,6 +11,7 @@ import {
   sign as nodeSign,
   verify as nodeVerify,
 } from "node:crypto";
+import type { JsonObject, JsonValue } from "../json/value.js";
 import { Base64Error, b64uEncode, pyB64uDecode } from "./base64.js";
 import { DidKeyError, didKeyToPublicKey, publicKeyToDidKey } from "./did-key.js";
 
@@ -92,4 +93,13 @@ export function signerFromPrivateKey(privateKey: KeyObject): Ed25519Signer {
 /** base64url (unpadded) Ed25519 signature over `message`. */
 export function signEd25519(signer: Ed25519Signer, message: Uint8Array): string {
   return b64uEncode(nodeSign(null, message, signer.privateKey));
+}
+
+/** `{alg: "ed25519", key, value}`: the signature member of receipts, statements and attestations. */
+export function ed25519Signature(signer: Ed25519Signer, message: Uint8Array): JsonObject {
+  return new Map<string, JsonValue>([
+    ["alg", "ed25519"],
+    ["key", signer.did],
+    ["value", signEd25519(signer, message)],
+  ]);
 }

@@ -4,10 +4,10 @@
  * without the `attestation` member.
  */
 import { attestationView } from "../bundle/steps/attestations.js";
-import type { Ed25519Signer } from "../crypto/ed25519.js";
+import { type Ed25519Signer, ed25519Signature } from "../crypto/ed25519.js";
 import { canonicalBytes } from "../json/canonical.js";
 import { isObject, type JsonObject } from "../json/value.js";
-import { ed25519Signature, type JsonInput, toJsonObject } from "./receipt.js";
+import { type JsonInput, toJsonObject } from "./receipt.js";
 
 /** A copy of the delivery `body` whose `counterparty.attestation` is signed by `signer`. */
 export function attestDelivery(body: JsonInput, signer: Ed25519Signer): JsonObject {

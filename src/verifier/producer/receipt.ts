@@ -5,7 +5,7 @@
  * is exactly what the verifier hashes: `signReceipt` signs the canonical bytes of the
  * receipt minus `sig`, the view `recordDigest` and step C11 use.
  */
-import { type Ed25519Signer, signEd25519 } from "../crypto/ed25519.js";
+import { type Ed25519Signer, ed25519Signature } from "../crypto/ed25519.js";
 import { canonicalBytes } from "../json/canonical.js";
 import { fromPlain, isObject, type JsonObject, type JsonValue } from "../json/value.js";
 
@@ -25,15 +25,6 @@ export function toJsonObject(input: JsonInput, what: string): JsonObject {
   const value = toJson(input);
   if (!isObject(value)) throw new TypeError(`${what} must be an object`);
   return value;
-}
-
-/** `{alg: "ed25519", key, value}`: the signature shape of receipts, statements and attestations. */
-export function ed25519Signature(signer: Ed25519Signer, message: Uint8Array): JsonObject {
-  return new Map<string, JsonValue>([
-    ["alg", "ed25519"],
-    ["key", signer.did],
-    ["value", signEd25519(signer, message)],
-  ]);
 }
 
 /**

@@ -8,7 +8,7 @@
  * vouch for.
  */
 import { CodedError } from "../coded-error.js";
-import { type Ed25519Signer, signEd25519 } from "../crypto/ed25519.js";
+import { type Ed25519Signer, ed25519Signature } from "../crypto/ed25519.js";
 import { canonicalBytes } from "../json/canonical.js";
 import { parseJson, StrictJsonError } from "../json/parse.js";
 import { isArray, isObject, type JsonObject, type JsonValue, member } from "../json/value.js";
@@ -105,14 +105,7 @@ export function signRevocationStatement(signer: Ed25519Signer, claim: Revocation
     ["revoked_at", claim.revokedAt],
   ]);
   if (claim.reason !== undefined) statement.set("reason", claim.reason);
-  statement.set(
-    "sig",
-    new Map<string, JsonValue>([
-      ["alg", "ed25519"],
-      ["key", signer.did],
-      ["value", signEd25519(signer, canonicalBytes(statement))],
-    ]),
-  );
+  statement.set("sig", ed25519Signature(signer, canonicalBytes(statement)));
   const problems = validateStatements([statement]);
   if (problems.length > 0) {
     throw new RangeError(

@@ -4,7 +4,7 @@
  */
 import { type VerifyResult, verdictFor } from "../bundle/result.js";
 import { recordDigest } from "../crypto/digest.js";
-import { type Ed25519Signer, signEd25519 } from "../crypto/ed25519.js";
+import { type Ed25519Signer, ed25519Signature } from "../crypto/ed25519.js";
 import { CanonicalizationError, canonicalBytes } from "../json/canonical.js";
 import { StrictJsonError } from "../json/parse.js";
 import {
@@ -150,14 +150,7 @@ export function issueVerificationReceipt(
     }
     throw error;
   }
-  receipt.set(
-    "sig",
-    new Map<string, JsonValue>([
-      ["alg", "ed25519"],
-      ["key", signer.did],
-      ["value", signEd25519(signer, statement)],
-    ]),
-  );
+  receipt.set("sig", ed25519Signature(signer, statement));
   return receipt;
 }
 
