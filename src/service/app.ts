@@ -3,26 +3,32 @@
  * (`server.ts`), so tests drive the same app with `inject()` or a socket on port 0.
  */
 import Fastify, { type FastifyInstance } from "fastify";
-import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
+import type { DocumentStore } from "../storage/document-store.js";
+import { FsDocumentStore } from "../storage/fs-document-store.js";
 import type { ServiceConfig } from "./config.js";
 import { CpuPool } from "./cpu-pool.js";
+import { registerAccessControl } from "./plugins/access.js";
 import { handleFrameworkError, registerErrorHandling } from "./plugins/errors.js";
 import { loggingOptions } from "./plugins/logging.js";
 import { registerRawBodyParser } from "./plugins/raw-body.js";
 import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id.js";
+import { registerSchemaValidation } from "./plugins/schemas.js";
 import { healthRoutes } from "./routes/health.js";
 import { infoRoutes } from "./routes/info.js";
+import { openApiCollector, openApiRoutes } from "./routes/openapi.js";
 import { verifyRoutes } from "./routes/verify.js";
-import { loadOrCreateServiceKey } from "./service-key.js";
-import type { VerifyWorkerContext } from "./verify-request.js";
+import { loadOrCreateServiceKey, ServiceIdentity } from "./service-key.js";
+import type { WorkerContext } from "./worker-context.js";
 
 declare module "fastify" {
   interface FastifyInstance {
     serviceConfig: ServiceConfig;
-    /** The service's Ed25519 identity: signs verification receipts, named at `/info`. */
-    serviceSigner: Ed25519Signer;
+    /** The service's Ed25519 key (signs receipts and reports, named at `/info`); follows rotation. */
+    serviceIdentity: ServiceIdentity;
     /** All CPU-bound work runs here; closed when the app closes. */
     cpuPool: CpuPool;
+    /** Durable documents (anchors, revocation documents, …); files in `DATA_DIR` when embedded. */
+    documentStore: DocumentStore;
   }
 }
 
@@ -31,7 +37,8 @@ declare module "fastify" {
  * use and starts the worker threads; `app.close()` releases both.
  */
 export async function buildApp(config: ServiceConfig): Promise<FastifyInstance> {
-  const signer = await loadOrCreateServiceKey(config.dataDir);
+  await loadOrCreateServiceKey(config.dataDir);
+  const identity = ServiceIdentity.open(config.dataDir);
   const app = Fastify({
     ...loggingOptions(config),
     bodyLimit: config.limits.maxBodyBytes,
@@ -42,9 +49,10 @@ export async function buildApp(config: ServiceConfig): Promise<FastifyInstance> 
     return503OnClosing: false,
   });
 
-  const workerContext: VerifyWorkerContext = {
+  const workerContext: WorkerContext = {
+    dataDir: config.dataDir,
+    corpusDir: config.corpusDir,
     maxBatch: config.limits.maxBatch,
-    receiptSigner: signer,
   };
   const pool = new CpuPool({
     threads: config.cpuPool.threads,
@@ -52,15 +60,24 @@ export async function buildApp(config: ServiceConfig): Promise<FastifyInstance> 
     workerData: workerContext,
   });
   app.decorate("serviceConfig", config);
-  app.decorate("serviceSigner", signer);
+  app.decorate("serviceIdentity", identity);
   app.decorate("cpuPool", pool);
+  const documentStore = new FsDocumentStore(config.dataDir);
+  app.decorate("documentStore", documentStore);
   // onClose runs once in-flight requests have been answered, so no task is cut short.
-  app.addHook("onClose", async () => pool.close());
+  app.addHook("onClose", async () => {
+    await pool.close();
+    await documentStore.close();
+  });
 
   registerRequestIdHeader(app);
   registerErrorHandling(app);
   registerRawBodyParser(app);
+  registerAccessControl(app);
+  registerSchemaValidation(app);
 
+  await app.register(openApiCollector);
+  app.register(openApiRoutes);
   app.register(healthRoutes);
   app.register(infoRoutes);
   app.register(verifyRoutes, { taskModule: config.cpuPool.verifyTaskModule });

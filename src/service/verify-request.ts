@@ -27,10 +27,10 @@ export const SERVICE_NAME = "continuity-receipt-verify";
 export const BAD_SHAPE_DETAIL =
   'body must be a bundle object, {"bundle": {...}} or {"bundles": [...]}';
 
-/** What every verify worker is given once, at start (Piscina `workerData`). */
-export interface VerifyWorkerContext {
+export interface VerifyRequestContext {
   maxBatch: number;
-  receiptSigner: Ed25519Signer;
+  /** The current service key (it changes when the key is rotated). */
+  signer(): Ed25519Signer;
 }
 
 export interface VerifyFlags {
@@ -96,7 +96,7 @@ function answer(statusCode: VerifyAnswer["statusCode"], payload: unknown): Verif
 export function answerVerifyRequest(
   bytes: Uint8Array,
   flags: VerifyFlags,
-  context: VerifyWorkerContext,
+  context: VerifyRequestContext,
 ): VerifyAnswer {
   let body: JsonValue;
   try {
@@ -111,7 +111,7 @@ export function answerVerifyRequest(
   }
   // One timestamp per request: every receipt of a batch records the same verification run.
   const verifiedAt = formatUtcSeconds();
-  const signer = context.receiptSigner;
+  const signer = context.signer();
   if (request.form === "single") {
     return answer(200, {
       ...verdictPayload(request.bundle, flags, signer, verifiedAt),

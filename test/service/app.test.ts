@@ -35,7 +35,7 @@ describe("service basics", () => {
     assert.deepEqual(info.spec_versions, SUPPORTED_SPECS);
     assert.deepEqual(info.verdicts, VERDICTS);
     assert.deepEqual(info.limits, { max_body_bytes: 1_048_576, max_batch: 50 });
-    assert.equal(info.issuer, service.app.serviceSigner.did);
+    assert.equal(info.issuer, service.app.serviceIdentity.signer().did);
     assert.match(info.issuer, /^did:key:z6Mk/);
   });
 

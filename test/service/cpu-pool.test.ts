@@ -1,22 +1,28 @@
 /** The CPU pool: task bodies are moved to the worker, never copied. */
 import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { CpuPool, taskModuleUrl } from "../../src/service/cpu-pool.js";
-import type {
-  VerifyAnswer,
-  VerifyTask,
-  VerifyWorkerContext,
-} from "../../src/service/verify-request.js";
-import { generateSigner } from "../../src/verifier/crypto/ed25519.js";
+import { loadOrCreateServiceKey } from "../../src/service/service-key.js";
+import type { VerifyAnswer, VerifyTask } from "../../src/service/verify-request.js";
+import type { WorkerContext } from "../../src/service/worker-context.js";
 import { corpusBytes } from "../support/corpus.js";
 
 describe("CpuPool", () => {
   let pool: CpuPool;
-  before(() => {
-    const context: VerifyWorkerContext = { maxBatch: 50, receiptSigner: generateSigner() };
+  let dataDir: string;
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), "receiptd-pool-"));
+    await loadOrCreateServiceKey(dataDir);
+    const context: WorkerContext = { dataDir, corpusDir: null, maxBatch: 50 };
     pool = new CpuPool({ threads: 1, maxQueue: 4, workerData: context });
   });
-  after(() => pool.close());
+  after(async () => {
+    await pool.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
 
   test("a transferred body is detached on the sending side", async () => {
     const body = new Uint8Array(corpusBytes("vectors/01_happy_minimal.json")).buffer;

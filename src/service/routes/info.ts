@@ -46,17 +46,17 @@ const infoSchema = {
 } as const;
 
 export async function infoRoutes(app: FastifyInstance) {
-  const info = {
+  const info = () => ({
     service: SERVICE_NAME,
     implementation: DEFAULT_IMPLEMENTATION,
     verifier_version: VERIFIER_VERSION,
     spec_versions: SUPPORTED_SPECS,
     verdicts: VERDICTS,
-    issuer: app.serviceSigner.did,
+    issuer: app.serviceIdentity.signer().did,
     limits: {
       max_body_bytes: app.serviceConfig.limits.maxBodyBytes,
       max_batch: app.serviceConfig.limits.maxBatch,
     },
-  };
-  app.get("/info", { schema: infoSchema }, async () => info);
+  });
+  app.get("/info", { schema: infoSchema, config: { access: "keyless" } }, async () => info());
 }

@@ -51,7 +51,7 @@ export function queryFlag(value: unknown): boolean {
 export async function verifyRoutes(app: FastifyInstance, options: VerifyRoutesOptions) {
   app.post<{ Querystring: VerifyQuery }>(
     "/verify",
-    { schema: verifySchema },
+    { schema: verifySchema, config: { access: "keyed" } },
     async (request, reply) => {
       // Node may carve a small body out of a shared Buffer pool, which cannot be moved to
       // another thread: copy it once into an ArrayBuffer of its own, then move that.
