@@ -3,6 +3,8 @@
  * (`server.ts`), so tests drive the same app with `inject()` or a socket on port 0.
  */
 import Fastify, { type FastifyInstance } from "fastify";
+import type { DigestCache } from "../cache/digest-cache.js";
+import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { FsDocumentStore } from "../storage/fs-document-store.js";
 import type { ServiceConfig } from "./config.js";
@@ -29,6 +31,10 @@ declare module "fastify" {
     cpuPool: CpuPool;
     /** Durable documents (anchors, revocation documents, …); files in `DATA_DIR` when embedded. */
     documentStore: DocumentStore;
+    /** The opt-in digest cache of `POST /verify?cache=1`. */
+    digestCache: DigestCache;
+    /** Milliseconds since the epoch; injectable so tests can move time (cache expiry). */
+    clock: () => number;
   }
 }
 
@@ -36,7 +42,16 @@ declare module "fastify" {
  * Builds the app without listening. Creates the service key in `config.dataDir` on first
  * use and starts the worker threads; `app.close()` releases both.
  */
-export async function buildApp(config: ServiceConfig): Promise<FastifyInstance> {
+export interface BuildOptions {
+  /** The clock behind cache ages and expiry; defaults to `Date.now`. */
+  clock?: () => number;
+}
+
+export async function buildApp(
+  config: ServiceConfig,
+  options: BuildOptions = {},
+): Promise<FastifyInstance> {
+  const clock = options.clock ?? Date.now;
   await loadOrCreateServiceKey(config.dataDir);
   const identity = ServiceIdentity.open(config.dataDir);
   const app = Fastify({
@@ -64,10 +79,20 @@ export async function buildApp(config: ServiceConfig): Promise<FastifyInstance> 
   app.decorate("cpuPool", pool);
   const documentStore = new FsDocumentStore(config.dataDir);
   app.decorate("documentStore", documentStore);
+  const digestCache = new MemoryDigestCache(
+    {
+      ttlSeconds: config.limits.digestCacheTtlSeconds,
+      maxEntries: config.limits.digestCacheMaxEntries,
+    },
+    clock,
+  );
+  app.decorate("digestCache", digestCache);
+  app.decorate("clock", clock);
   // onClose runs once in-flight requests have been answered, so no task is cut short.
   app.addHook("onClose", async () => {
     await pool.close();
     await documentStore.close();
+    await digestCache.close();
   });
 
   registerRequestIdHeader(app);

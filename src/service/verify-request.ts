@@ -10,6 +10,7 @@
  * - with `?receipt=1`, a batch item that is not an object gets `verification_receipt_error`
  *   instead of a receipt (there is no bundle to bind a receipt to).
  */
+import type { CachedVerdict } from "../cache/digest-cache.js";
 import type { VerifyResult } from "../verifier/bundle/result.js";
 import { verifyBundle } from "../verifier/bundle/verify-bundle.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
@@ -41,13 +42,24 @@ export interface VerifyFlags {
 export interface VerifyTask extends VerifyFlags {
   /** The raw request body, moved (not copied) to the worker. */
   body: ArrayBuffer;
+  /** `?cache=1`: a single bundle's answer comes back in parts, for the digest cache. */
+  cache?: boolean;
 }
 
-export interface VerifyAnswer {
-  statusCode: 200 | 400;
-  /** The response body, already serialised. */
-  json: string;
-}
+/** A verification remembered by the digest cache (`CachedVerdict` minus its storage time). */
+export type CacheableVerdict = Omit<CachedVerdict, "storedAtMs">;
+
+export type VerifyAnswer =
+  | {
+      statusCode: 200 | 400;
+      /** The response body, already serialised. */
+      json: string;
+    }
+  | {
+      statusCode: 200;
+      /** A single bundle verified with `?cache=1`: the caller caches it and answers. */
+      cacheable: CacheableVerdict;
+    };
 
 type VerifyBody =
   | { form: "single"; bundle: JsonObject }
@@ -89,13 +101,71 @@ function verdictPayload(
   }
 }
 
+/**
+ * A single bundle's verification for the digest cache. The receipt is always issued (one more
+ * signature) so that a later `?receipt=1` hit can be answered with it, byte for byte.
+ */
+function cacheableVerdict(
+  bundle: JsonObject,
+  flags: VerifyFlags,
+  signer: Ed25519Signer,
+  verifiedAt: string,
+): CacheableVerdict {
+  const { verification_receipt, verification_receipt_error, ...result } = verdictPayload(
+    bundle,
+    { ...flags, receipt: true },
+    signer,
+    verifiedAt,
+  );
+  return {
+    verdictJson: dumpCompact(result),
+    receipt:
+      verification_receipt === undefined
+        ? { error: verification_receipt_error ?? "no receipt was issued" }
+        : { json: dumpCompact(verification_receipt) },
+    verifiedAt,
+  };
+}
+
+export interface CacheMember {
+  hit: boolean;
+  /** Whole seconds since the verdict was cached; hits only. */
+  ageSeconds?: number;
+}
+
+/**
+ * The response to a cached (or cacheable) single-bundle request: the verdict payload, the
+ * receipt when asked for, `cache`, then `service` — assembled from the stored JSON text, so
+ * a hit costs no parsing and no signature.
+ */
+export function cachedVerdictResponse(
+  entry: CacheableVerdict,
+  withReceipt: boolean,
+  cache: CacheMember,
+): string {
+  const parts = [entry.verdictJson.slice(0, -1)];
+  if (withReceipt) {
+    parts.push(
+      "json" in entry.receipt
+        ? `,"verification_receipt":${entry.receipt.json}`
+        : `,"verification_receipt_error":${dumpCompact(entry.receipt.error)}`,
+    );
+  }
+  const cacheMember =
+    cache.hit && cache.ageSeconds !== undefined
+      ? { hit: true, cached_at: entry.verifiedAt, age_s: cache.ageSeconds }
+      : { hit: cache.hit, cached_at: entry.verifiedAt };
+  parts.push(`,"cache":${dumpCompact(cacheMember)},"service":${dumpCompact(SERVICE_NAME)}}`);
+  return parts.join("");
+}
+
 function answer(statusCode: VerifyAnswer["statusCode"], payload: unknown): VerifyAnswer {
   return { statusCode, json: dumpCompact(payload) };
 }
 
 export function answerVerifyRequest(
   bytes: Uint8Array,
-  flags: VerifyFlags,
+  flags: VerifyFlags & { cache?: boolean },
   context: VerifyRequestContext,
 ): VerifyAnswer {
   let body: JsonValue;
@@ -112,6 +182,12 @@ export function answerVerifyRequest(
   // One timestamp per request: every receipt of a batch records the same verification run.
   const verifiedAt = formatUtcSeconds();
   const signer = context.signer();
+  if (request.form === "single" && flags.cache === true) {
+    return {
+      statusCode: 200,
+      cacheable: cacheableVerdict(request.bundle, flags, signer, verifiedAt),
+    };
+  }
   if (request.form === "single") {
     return answer(200, {
       ...verdictPayload(request.bundle, flags, signer, verifiedAt),

@@ -30,6 +30,7 @@ describe("CpuPool", () => {
     const answer = await pool.run<VerifyAnswer>(taskModuleUrl("verify"), task, [body]);
     assert.equal(body.byteLength, 0);
     assert.equal(answer.statusCode, 200);
+    assert.ok("json" in answer);
     assert.equal(JSON.parse(answer.json).verdict, "TRUSTED");
   });
 });

@@ -1,8 +1,14 @@
 /** `POST /verify` (service.md §1): the body goes, unparsed, to a worker that answers it. */
 import type { FastifyInstance } from "fastify";
+import { type CachedVerdict, digestCacheKey } from "../../cache/digest-cache.js";
 import { rawBody } from "../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
-import type { VerifyAnswer, VerifyTask } from "../verify-request.js";
+import {
+  type CacheableVerdict,
+  cachedVerdictResponse,
+  type VerifyAnswer,
+  type VerifyTask,
+} from "../verify-request.js";
 
 export interface VerifyRoutesOptions {
   /** File URL of the task module that answers a request (`workers/verify`). */
@@ -12,7 +18,6 @@ export interface VerifyRoutesOptions {
 interface VerifyQuery {
   require_anchor?: unknown;
   receipt?: unknown;
-  /** Accepted and ignored until the digest cache exists. */
   cache?: unknown;
 }
 
@@ -26,7 +31,9 @@ const verifySchema = {
     properties: {
       require_anchor: flagSchema("missing anchors make the verdict PROVISIONAL"),
       receipt: flagSchema("add a signed verification receipt to each result"),
-      cache: flagSchema("opt-in digest cache (not implemented yet: ignored)"),
+      cache: flagSchema(
+        "opt-in digest cache for single bundles (900 s, 256 entries; ignored for batches)",
+      ),
     },
   },
   response: {
@@ -53,19 +60,56 @@ export async function verifyRoutes(app: FastifyInstance, options: VerifyRoutesOp
     "/verify",
     { schema: verifySchema, config: { access: "keyed" } },
     async (request, reply) => {
+      const requireAnchor = queryFlag(request.query.require_anchor);
+      const receipt = queryFlag(request.query.receipt);
+      const cache = queryFlag(request.query.cache);
+      const raw = rawBody(request.body);
+      const cacheKey = cache ? digestCacheKey(raw, requireAnchor) : null;
+      const json = (text: string) =>
+        reply.code(200).type("application/json; charset=utf-8").send(text);
+
+      if (cacheKey !== null) {
+        const hit = await cachedEntry(app, cacheKey);
+        if (hit !== null) {
+          const ageSeconds = Math.max(0, Math.floor((app.clock() - hit.storedAtMs) / 1000));
+          return json(cachedVerdictResponse(hit, receipt, { hit: true, ageSeconds }));
+        }
+      }
       // Node may carve a small body out of a shared Buffer pool, which cannot be moved to
       // another thread: copy it once into an ArrayBuffer of its own, then move that.
-      const body = new Uint8Array(rawBody(request.body)).buffer;
-      const task: VerifyTask = {
-        body,
-        requireAnchor: queryFlag(request.query.require_anchor),
-        receipt: queryFlag(request.query.receipt),
-      };
+      const body = new Uint8Array(raw).buffer;
+      const task: VerifyTask = { body, requireAnchor, receipt, cache };
       const answer = await app.cpuPool.run<VerifyAnswer>(options.taskModule, task, [body]);
+      if ("cacheable" in answer) {
+        if (cacheKey !== null) await remember(app, cacheKey, answer.cacheable);
+        return json(cachedVerdictResponse(answer.cacheable, receipt, { hit: false }));
+      }
       return reply
         .code(answer.statusCode)
         .type("application/json; charset=utf-8")
         .send(answer.json);
     },
   );
+}
+
+/**
+ * The cache is an optimisation: when it cannot be read (Redis briefly down, in distributed
+ * mode) the request is verified as if it were a miss, and a failed write loses only the
+ * entry. Neither fails the request.
+ */
+async function cachedEntry(app: FastifyInstance, key: string): Promise<CachedVerdict | null> {
+  try {
+    return await app.digestCache.get(key);
+  } catch (error) {
+    app.log.warn({ err: error }, "digest cache unavailable; verifying without it");
+    return null;
+  }
+}
+
+async function remember(app: FastifyInstance, key: string, verdict: CacheableVerdict) {
+  try {
+    await app.digestCache.set(key, verdict);
+  } catch (error) {
+    app.log.warn({ err: error }, "digest cache unavailable; verdict not cached");
+  }
 }

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../../../src/service/app.js";
+import { type BuildOptions, buildApp } from "../../../src/service/app.js";
 import {
   type ConfigOverrides,
   loadConfig,
@@ -34,10 +34,13 @@ export function testConfig(dataDir: string, overrides: ConfigOverrides = {}): Se
   );
 }
 
-export async function startTestService(overrides: ConfigOverrides = {}): Promise<TestService> {
+export async function startTestService(
+  overrides: ConfigOverrides = {},
+  options: BuildOptions = {},
+): Promise<TestService> {
   const dataDir = overrides.dataDir ?? (await temporaryDataDir());
   const config = testConfig(dataDir, overrides);
-  const app = await buildApp(config);
+  const app = await buildApp(config, options);
   return {
     app,
     config,
