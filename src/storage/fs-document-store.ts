@@ -19,14 +19,19 @@ const DOCUMENT_SUFFIX = ".json";
 /**
  * Ids (`sha256:…`, `did:key:…`, `0x…`) become file names that cannot climb out of the
  * directory or collide: every byte outside [A-Za-z0-9_-] is percent-encoded, `.` included.
+ * File names are limited to 255 bytes, so encoded ids are too (every id the service makes
+ * is ASCII and well under it).
  */
+const MAX_ENCODED_ID = 250;
+
 function fileNameFor(id: string): string {
-  if (id.length === 0 || id.length > 200)
-    throw new RangeError("document id must be 1–200 characters");
   const encoded = encodeURIComponent(id).replace(
     /[!'()*.~]/g,
     (character) => `%${character.charCodeAt(0).toString(16).toUpperCase()}`,
   );
+  if (id.length === 0 || encoded.length > MAX_ENCODED_ID) {
+    throw new RangeError(`document id must be 1–${MAX_ENCODED_ID} bytes once percent-encoded`);
+  }
   return `${encoded}${DOCUMENT_SUFFIX}`;
 }
 

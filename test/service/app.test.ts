@@ -105,3 +105,17 @@ describe("an unexpected fault", () => {
     assert.deepEqual(response.json(), { error: "internal_error", request_id: requestId });
   });
 });
+
+describe("route access classes", () => {
+  test("a route that declares no access class cannot be registered", async () => {
+    const service = await startTestService();
+    try {
+      assert.throws(
+        () => service.app.get("/undeclared", async () => ({})),
+        /route GET \/undeclared declares no access class/,
+      );
+    } finally {
+      await service.close();
+    }
+  });
+});

@@ -5,10 +5,14 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { buildApp } from "../../src/service/app.js";
 import {
+  generateServiceKeyPem,
+  KEY_REFRESH_MS,
   loadOrCreateServiceKey,
   SERVICE_KEY_FILE,
+  ServiceIdentity,
   ServiceKeyError,
 } from "../../src/service/service-key.js";
+import { replaceFile } from "../../src/storage/atomic-file.js";
 import { temporaryDataDir, testConfig } from "./support/service.js";
 
 async function issuerOf(dataDir: string): Promise<string> {
@@ -57,5 +61,41 @@ describe("the service key", () => {
     await writeFile(join(dataDir, SERVICE_KEY_FILE), "not a key\n", { mode: 0o600 });
     await assert.rejects(loadOrCreateServiceKey(dataDir), ServiceKeyError);
     assert.equal(await readFile(join(dataDir, SERVICE_KEY_FILE), "utf8"), "not a key\n");
+  });
+});
+
+describe("ServiceIdentity", () => {
+  test("follows a replaced key file after the refresh interval, not before", async () => {
+    const dataDir = await temporaryDataDir();
+    try {
+      const first = await loadOrCreateServiceKey(dataDir);
+      const clock = { now: 0 };
+      const identity = ServiceIdentity.open(dataDir, () => clock.now);
+      assert.equal(identity.signer().did, first.did);
+
+      await replaceFile(join(dataDir, SERVICE_KEY_FILE), generateServiceKeyPem());
+      clock.now += KEY_REFRESH_MS - 1;
+      assert.equal(identity.signer().did, first.did);
+      clock.now += 1;
+      const second = identity.signer().did;
+      assert.notEqual(second, first.did);
+      assert.match(second, /^did:key:z6Mk/);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test("keeps signing with the key it has while the file is unreadable", async () => {
+    const dataDir = await temporaryDataDir();
+    try {
+      const first = await loadOrCreateServiceKey(dataDir);
+      const clock = { now: 0 };
+      const identity = ServiceIdentity.open(dataDir, () => clock.now);
+      await writeFile(join(dataDir, SERVICE_KEY_FILE), "not a key");
+      clock.now += KEY_REFRESH_MS;
+      assert.equal(identity.signer().did, first.did);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
