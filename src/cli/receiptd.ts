@@ -35,6 +35,16 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       "receiptd anchor verify <proof> (--digest D | --bundle B --target RID) [--header HEX --height N]... [--json]",
     run: async (argv) => (await import("./continuity-receipt-anchor.js")).main(argv),
   },
+  revocations: {
+    summary: "import a revocation document into the store served at /revocations/{issuer}",
+    usage: "receiptd revocations import FILE",
+    run: async (argv) => (await import("./revocations.js")).main(argv),
+  },
+  "rotate-key": {
+    summary: "replace the service signing key and publish the old issuer's revocation",
+    usage: "receiptd rotate-key",
+    run: async (argv) => (await import("./rotate-key.js")).main(argv),
+  },
 };
 
 export function helpText(): string {

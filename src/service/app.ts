@@ -18,6 +18,7 @@ import { registerSchemaValidation } from "./plugins/schemas.js";
 import { healthRoutes } from "./routes/health.js";
 import { infoRoutes } from "./routes/info.js";
 import { openApiCollector, openApiRoutes } from "./routes/openapi.js";
+import { revocationRoutes } from "./routes/revocations.js";
 import { verifyRoutes } from "./routes/verify.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "./service-key.js";
 import type { WorkerContext } from "./worker-context.js";
@@ -105,6 +106,7 @@ export async function buildApp(
   app.register(openApiRoutes);
   app.register(healthRoutes);
   app.register(infoRoutes);
+  app.register(revocationRoutes);
   app.register(verifyRoutes, { taskModule: config.cpuPool.verifyTaskModule });
   return app;
 }

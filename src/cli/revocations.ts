@@ -1,0 +1,117 @@
+/**
+ * `receiptd revocations import FILE`: stores a third party's revocation document (service.md
+ * §3) in the document store of `DATA_DIR`, where `GET /revocations/{issuer}` serves it.
+ *
+ * The file must be a valid document whose every statement is well formed and self-signed;
+ * anything less changes nothing. Documents are kept one per issuer, so a file holding
+ * statements for several keys is split, and each key's statements are merged into what is
+ * already stored for it (nothing stored is ever dropped).
+ */
+import { readFile, stat } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfig } from "../service/config.js";
+import {
+  mergeRevocationStatements,
+  RevocationStoreError,
+  statementsByIssuer,
+} from "../service/revocation-documents.js";
+import { FsDocumentStore } from "../storage/fs-document-store.js";
+import {
+  MAX_REVOCATION_DOCUMENT_BYTES,
+  parseRevocationDocument,
+  validateRevocationDocument,
+} from "../verifier/revocations/document.js";
+import { formatUtcSeconds } from "../verifier/timestamps.js";
+import { type CliIo, isParseArgsError, processIo } from "./entry.js";
+
+export const USAGE = "usage: receiptd revocations import FILE";
+
+const HELP = `${USAGE}
+
+Validates FILE as a revocation document (kind continuity-receipt-revocations, version 1,
+every statement self-signed by the key it revokes) and merges its statements into the
+documents served by GET /revocations/{issuer}, one document per revoked key. An invalid
+file changes nothing. Acts on the store in DATA_DIR (./data).
+Exit codes: 0 stored, 2 usage, I/O or invalid document.
+`;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+class ImportRefused extends Error {}
+
+async function readDocumentFile(file: string): Promise<Buffer> {
+  try {
+    // The size first: a huge file is refused without being read into memory.
+    if ((await stat(file)).size > MAX_REVOCATION_DOCUMENT_BYTES) {
+      throw new ImportRefused(
+        `${file} is not a usable revocation document: larger than ${MAX_REVOCATION_DOCUMENT_BYTES} bytes`,
+      );
+    }
+    return await readFile(file);
+  } catch (error) {
+    if (error instanceof ImportRefused) throw error;
+    throw new ImportRefused(`cannot read ${file}: ${(error as Error).message}`);
+  }
+}
+
+export async function main(
+  argv: string[],
+  io: CliIo = processIo,
+  env: Env = process.env,
+): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: { help: { type: "boolean", short: "h" } },
+      allowPositionals: true,
+    });
+  } catch (error) {
+    if (!isParseArgsError(error)) throw error;
+    io.stderr(`error: ${error.message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    io.stdout(HELP);
+    return 0;
+  }
+  const [action, file, ...extra] = parsed.positionals;
+  if (action !== "import" || file === undefined || extra.length > 0) {
+    io.stderr(`${USAGE}\n`);
+    return 2;
+  }
+  try {
+    const dataDir = loadConfig(env).dataDir;
+    const bytes = await readDocumentFile(file);
+    const problems = validateRevocationDocument(bytes);
+    if (problems.length > 0) {
+      throw new ImportRefused(`${file} is not a usable revocation document: ${problems[0]}`);
+    }
+    const byIssuer = statementsByIssuer(parseRevocationDocument(bytes));
+    if (byIssuer.size === 0) {
+      throw new ImportRefused(`${file} holds no statements: nothing to store`);
+    }
+    const store = new FsDocumentStore(dataDir);
+    try {
+      const outcomes = await mergeRevocationStatements(store, byIssuer, formatUtcSeconds());
+      for (const outcome of outcomes) {
+        io.stdout(
+          `stored ${outcome.issuer}: ${outcome.statements} statement(s), ${outcome.added} new\n`,
+        );
+      }
+    } finally {
+      await store.close();
+    }
+    return 0;
+  } catch (error) {
+    if (
+      error instanceof ImportRefused ||
+      error instanceof ConfigError ||
+      error instanceof RevocationStoreError
+    ) {
+      io.stderr(`error: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+}

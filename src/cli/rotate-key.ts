@@ -1,0 +1,78 @@
+/**
+ * `receiptd rotate-key`: replaces the service signing key of `DATA_DIR` and publishes the old
+ * issuer's retirement (service.md §8; the steps and their order are in
+ * src/service/key-rotation.ts). Safe while servers run on the same data directory: they
+ * switch to the new key by themselves.
+ */
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfig } from "../service/config.js";
+import { KeyRotationError, rotateServiceKey } from "../service/key-rotation.js";
+import { RevocationStoreError } from "../service/revocation-documents.js";
+import { KEY_REFRESH_MS, ServiceKeyError } from "../service/service-key.js";
+import { FsDocumentStore } from "../storage/fs-document-store.js";
+import { type CliIo, isParseArgsError, processIo } from "./entry.js";
+
+export const USAGE = "usage: receiptd rotate-key";
+
+const HELP = `${USAGE}
+
+Generates a new Ed25519 service key in DATA_DIR (./data), switches to it, and publishes a
+revocation statement for the old issuer, signed by the old key, in the old issuer's document
+(GET /revocations/{old issuer}). Receipts signed before the rotation stay valid. Running
+servers switch by themselves; the command waits for them (a little over ${KEY_REFRESH_MS} ms + 1 s)
+before dating the revocation. A rotation that was interrupted is finished first.
+Exit codes: 0 rotated, 2 usage or failure.
+`;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export async function main(
+  argv: string[],
+  io: CliIo = processIo,
+  env: Env = process.env,
+): Promise<number> {
+  let help: boolean | undefined;
+  try {
+    help = parseArgs({
+      args: argv,
+      options: { help: { type: "boolean", short: "h" } },
+      allowPositionals: false,
+    }).values.help;
+  } catch (error) {
+    if (!isParseArgsError(error)) throw error;
+    io.stderr(`error: ${error.message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (help) {
+    io.stdout(HELP);
+    return 0;
+  }
+  try {
+    const dataDir = loadConfig(env).dataDir;
+    const store = new FsDocumentStore(dataDir);
+    try {
+      const result = await rotateServiceKey(dataDir, store);
+      for (const retirement of result.resumed) {
+        io.stdout(
+          `finished an interrupted rotation: ${retirement.issuer} revoked at ${retirement.revokedAt}\n`,
+        );
+      }
+      io.stdout(`old issuer: ${result.retired.issuer} (revoked at ${result.retired.revokedAt})\n`);
+      io.stdout(`new issuer: ${result.issuer}\n`);
+    } finally {
+      await store.close();
+    }
+    return 0;
+  } catch (error) {
+    if (
+      error instanceof ConfigError ||
+      error instanceof KeyRotationError ||
+      error instanceof ServiceKeyError ||
+      error instanceof RevocationStoreError
+    ) {
+      io.stderr(`error: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+}

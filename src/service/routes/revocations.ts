@@ -1,0 +1,79 @@
+/**
+ * `GET /revocations/{issuer}` (service.md §3): an issuer's revocation document, served as
+ * stored, and only once it has been validated (on a worker, remembered per stored bytes).
+ */
+import type { FastifyInstance } from "fastify";
+import { sendStoredDocument } from "../http/stored-document.js";
+import { lookupRevocationDocument, revocationDocumentCheckOn } from "../revocation-documents.js";
+import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
+
+export const INVALID_ISSUER_DETAIL = "issuer must be an Ed25519 did:key (did:key:z6Mk…)";
+
+const revocationsSchema = {
+  description:
+    "The issuer's revocation document (verifier.md §7): self-signed statements revoking the issuer's key, " +
+    "each validated before it is served. Conditional requests with `If-None-Match` are answered 304.",
+  params: {
+    type: "object",
+    required: ["issuer"],
+    properties: {
+      issuer: { type: "string", description: "the issuer's did:key (`:` may be percent-encoded)" },
+    },
+  },
+  response: {
+    200: {
+      description: "the stored document, byte for byte, with a strong `ETag`",
+      type: "object",
+      required: ["kind", "version", "statements"],
+      properties: {
+        kind: { type: "string", const: "continuity-receipt-revocations" },
+        version: { type: "integer", const: 1 },
+        issued_at: {
+          type: "string",
+          description: "when the document last changed (informational)",
+        },
+        statements: {
+          type: "array",
+          items: {
+            type: "object",
+            required: ["key", "revoked_at", "sig"],
+            properties: {
+              key: { type: "string" },
+              revoked_at: { type: "string" },
+              reason: {},
+              sig: { type: "object", additionalProperties: true },
+            },
+            additionalProperties: true,
+          },
+        },
+      },
+      additionalProperties: true,
+    },
+    304: { description: "the client's copy (named by `If-None-Match`) is current", type: "null" },
+    400: { ...errorResponseSchema, description: "`invalid_issuer`: not an Ed25519 did:key" },
+    404: { ...errorResponseSchema, description: "`no_document`: nothing stored for this issuer" },
+    ...commonErrorResponses,
+  },
+} as const;
+
+export async function revocationRoutes(app: FastifyInstance) {
+  const check = revocationDocumentCheckOn(app.cpuPool);
+  app.get<{ Params: { issuer: string } }>(
+    "/revocations/:issuer",
+    { schema: revocationsSchema, config: { access: "keyless" } },
+    async (request, reply) => {
+      const found = await lookupRevocationDocument(app.documentStore, request.params.issuer, check);
+      switch (found.status) {
+        case "found":
+          return sendStoredDocument(request, reply, found.bytes, { etag: found.etag });
+        case "not_found":
+          return reply.code(404).send({ error: "no_document" });
+        case "bad_issuer":
+          return reply.code(400).send({ error: "invalid_issuer", detail: INVALID_ISSUER_DETAIL });
+        case "invalid":
+          request.log.error("stored revocation document failed validation");
+          return reply.code(500).send({ error: "stored_document_invalid" });
+      }
+    },
+  );
+}
