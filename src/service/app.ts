@@ -3,6 +3,13 @@
  * (`server.ts`), so tests drive the same app with `inject()` or a socket on port 0.
  */
 import Fastify, { type FastifyInstance } from "fastify";
+import {
+  ANCHORS_QUEUE,
+  ANCHORS_QUEUE_OPTIONS,
+  type AnchorsQueue,
+  anchorsProcessor,
+} from "../../queues/anchors.js";
+import { InProcessQueue } from "../../queues/in-process-queue.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
 import type { DocumentStore } from "../storage/document-store.js";
@@ -15,11 +22,13 @@ import { loggingOptions } from "./plugins/logging.js";
 import { registerRawBodyParser } from "./plugins/raw-body.js";
 import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id.js";
 import { registerSchemaValidation } from "./plugins/schemas.js";
+import { anchorRoutes } from "./routes/anchors.js";
 import { healthRoutes } from "./routes/health.js";
 import { infoRoutes } from "./routes/info.js";
 import { openApiCollector, openApiRoutes } from "./routes/openapi.js";
 import { revocationRoutes } from "./routes/revocations.js";
 import { verifyRoutes } from "./routes/verify.js";
+import { verifyAnchorRoutes } from "./routes/verify-anchor.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "./service-key.js";
 import type { WorkerContext } from "./worker-context.js";
 
@@ -32,6 +41,8 @@ declare module "fastify" {
     cpuPool: CpuPool;
     /** Durable documents (anchors, revocation documents, …); files in `DATA_DIR` when embedded. */
     documentStore: DocumentStore;
+    /** Stores hosted anchor proofs (`POST /anchors`); in-process when embedded. */
+    anchorsQueue: AnchorsQueue;
     /** The opt-in digest cache of `POST /verify?cache=1`. */
     digestCache: DigestCache;
     /** Milliseconds since the epoch; injectable so tests can move time (cache expiry). */
@@ -80,6 +91,12 @@ export async function buildApp(
   app.decorate("cpuPool", pool);
   const documentStore = new FsDocumentStore(config.dataDir);
   app.decorate("documentStore", documentStore);
+  const anchorsQueue = new InProcessQueue(
+    ANCHORS_QUEUE,
+    anchorsProcessor(documentStore),
+    ANCHORS_QUEUE_OPTIONS,
+  );
+  app.decorate("anchorsQueue", anchorsQueue);
   const digestCache = new MemoryDigestCache(
     {
       ttlSeconds: config.limits.digestCacheTtlSeconds,
@@ -92,6 +109,7 @@ export async function buildApp(
   // onClose runs once in-flight requests have been answered, so no task is cut short.
   app.addHook("onClose", async () => {
     await pool.close();
+    await anchorsQueue.close();
     await documentStore.close();
     await digestCache.close();
   });
@@ -108,5 +126,7 @@ export async function buildApp(
   app.register(infoRoutes);
   app.register(revocationRoutes);
   app.register(verifyRoutes, { taskModule: config.cpuPool.verifyTaskModule });
+  app.register(verifyAnchorRoutes);
+  app.register(anchorRoutes);
   return app;
 }
