@@ -12,6 +12,7 @@ import {
 import { InProcessQueue } from "../../queues/in-process-queue.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
+import { loadCorpusSummary } from "../conformance/corpus.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { FsDocumentStore } from "../storage/fs-document-store.js";
 import type { ServiceConfig } from "./config.js";
@@ -23,12 +24,14 @@ import { registerRawBodyParser } from "./plugins/raw-body.js";
 import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id.js";
 import { registerSchemaValidation } from "./plugins/schemas.js";
 import { anchorRoutes } from "./routes/anchors.js";
+import { conformanceRoutes } from "./routes/conformance.js";
 import { healthRoutes } from "./routes/health.js";
 import { infoRoutes } from "./routes/info.js";
 import { openApiCollector, openApiRoutes } from "./routes/openapi.js";
 import { revocationRoutes } from "./routes/revocations.js";
 import { verifyRoutes } from "./routes/verify.js";
 import { verifyAnchorRoutes } from "./routes/verify-anchor.js";
+import { verifyReceiptRoutes } from "./routes/verify-receipt.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "./service-key.js";
 import type { WorkerContext } from "./worker-context.js";
 
@@ -123,10 +126,13 @@ export async function buildApp(
   await app.register(openApiCollector);
   app.register(openApiRoutes);
   app.register(healthRoutes);
-  app.register(infoRoutes);
+  const corpus = config.corpusDir === null ? null : await loadCorpusSummary(config.corpusDir);
+  app.register(infoRoutes, { corpus });
   app.register(revocationRoutes);
   app.register(verifyRoutes, { taskModule: config.cpuPool.verifyTaskModule });
   app.register(verifyAnchorRoutes);
   app.register(anchorRoutes);
+  app.register(verifyReceiptRoutes);
+  app.register(conformanceRoutes);
   return app;
 }

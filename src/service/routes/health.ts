@@ -2,6 +2,7 @@
 import type { FastifyInstance } from "fastify";
 
 const healthSchema = {
+  description: "liveness: 200 {ok: true} while the service can answer",
   response: {
     200: {
       type: "object",
