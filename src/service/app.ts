@@ -27,6 +27,7 @@ import { anchorRoutes } from "./routes/anchors.js";
 import { conformanceRoutes } from "./routes/conformance.js";
 import { healthRoutes } from "./routes/health.js";
 import { infoRoutes } from "./routes/info.js";
+import { mcpRoutes } from "./routes/mcp.js";
 import { openApiCollector, openApiRoutes } from "./routes/openapi.js";
 import { revocationRoutes } from "./routes/revocations.js";
 import { verifyRoutes } from "./routes/verify.js";
@@ -129,6 +130,7 @@ export async function buildApp(
   const corpus = config.corpusDir === null ? null : await loadCorpusSummary(config.corpusDir);
   app.register(infoRoutes, { corpus });
   app.register(revocationRoutes);
+  app.register(mcpRoutes);
   app.register(verifyRoutes, { taskModule: config.cpuPool.verifyTaskModule });
   app.register(verifyAnchorRoutes);
   app.register(anchorRoutes);

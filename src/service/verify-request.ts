@@ -159,6 +159,19 @@ export function cachedVerdictResponse(
   return parts.join("");
 }
 
+/**
+ * The answer to one bundle (body forms 1 and 2): the verdict payload plus `service`. MCP's
+ * `verify_bundle` tool answers with exactly this, so its verdicts equal `POST /verify`'s.
+ */
+export function singleBundlePayload(
+  bundle: JsonObject,
+  flags: VerifyFlags,
+  signer: Ed25519Signer,
+  verifiedAt: string = formatUtcSeconds(),
+): VerdictPayload & { service: string } {
+  return { ...verdictPayload(bundle, flags, signer, verifiedAt), service: SERVICE_NAME };
+}
+
 function answer(statusCode: VerifyAnswer["statusCode"], payload: unknown): VerifyAnswer {
   return { statusCode, json: dumpCompact(payload) };
 }
@@ -189,10 +202,7 @@ export function answerVerifyRequest(
     };
   }
   if (request.form === "single") {
-    return answer(200, {
-      ...verdictPayload(request.bundle, flags, signer, verifiedAt),
-      service: SERVICE_NAME,
-    });
+    return answer(200, singleBundlePayload(request.bundle, flags, signer, verifiedAt));
   }
   if (request.bundles.length > context.maxBatch) {
     return answer(400, { error: "batch_too_large", limit: context.maxBatch });

@@ -1,0 +1,12 @@
+/**
+ * Piscina task module for `POST /mcp`. Thin on purpose: it unwraps the task and hands the
+ * bytes to the MCP request handling in src/service/mcp, which calls the verifier library.
+ */
+import { answerMcpRequest, type McpAnswer, type McpTask } from "../src/service/mcp/answer.js";
+import { context, identity } from "./context.js";
+
+const requestContext = { maxBatch: context.maxBatch, signer: () => identity.signer() };
+
+export default function mcp(task: McpTask): McpAnswer {
+  return answerMcpRequest(new Uint8Array(task.body), task, requestContext);
+}
