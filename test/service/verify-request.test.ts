@@ -94,11 +94,11 @@ describe("POST /verify", () => {
         assert.equal(payload.verification_receipt_error, undefined);
       });
     }
-    test("?cache=1 is accepted and, for now, changes nothing", async () => {
-      const plain = await post("/verify", GOOD);
-      const cached = await post("/verify?cache=1", GOOD);
-      assert.equal(cached.statusCode, 200);
-      assert.equal(cached.body, plain.body);
+    test("?cache=1 adds only the cache member to the payload", async () => {
+      const plain = JSON.parse((await post("/verify", GOOD)).body);
+      const { cache, ...cached } = JSON.parse((await post("/verify?cache=1", GOOD)).body);
+      assert.equal(cache.hit, false);
+      assert.deepEqual(cached, plain);
     });
   });
 

@@ -26,6 +26,18 @@ const flagSchema = (description: string) => ({
 });
 
 const verifySchema = {
+  description:
+    "verify a bundle, {bundle}, or a batch {bundles: [...]} of at most 50; verdicts are 200s",
+  body: {
+    description:
+      "a bundle object; or {bundle: <bundle>}; or {bundles: [<bundle>, …]} (a batch, ≤ 50 items). " +
+      "Parsed strictly: UTF-8, no duplicate members, no trailing data",
+    type: "object",
+    properties: {
+      bundle: { type: "object", description: "form 2: the bundle to verify" },
+      bundles: { type: "array", description: "form 3: a batch, verified in order" },
+    },
+  },
   querystring: {
     type: "object",
     properties: {
