@@ -45,6 +45,17 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
     usage: "receiptd rotate-key",
     run: async (argv) => (await import("./rotate-key.js")).main(argv),
   },
+  keys: {
+    summary: "create, list and revoke API keys (the key is shown once, stored as SHA-256)",
+    usage:
+      "receiptd keys create --name N [--cap C] [--plan P] [--json] | keys list [--json] | keys revoke <key or name>",
+    run: async (argv) => (await import("./keys.js")).main(argv),
+  },
+  billing: {
+    summary: "print the monthly per-key statement metered from the audit files",
+    usage: "receiptd billing --month YYYY-MM [--audit DIR] [--json]",
+    run: async (argv) => (await import("./billing.js")).main(argv),
+  },
 };
 
 export function helpText(): string {

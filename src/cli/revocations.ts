@@ -15,7 +15,7 @@ import {
   RevocationStoreError,
   statementsByIssuer,
 } from "../service/revocation-documents.js";
-import { FsDocumentStore } from "../storage/fs-document-store.js";
+import { openDocumentStore } from "../storage/open.js";
 import {
   MAX_REVOCATION_DOCUMENT_BYTES,
   parseRevocationDocument,
@@ -91,7 +91,7 @@ export async function main(
     if (byIssuer.size === 0) {
       throw new ImportRefused(`${file} holds no statements: nothing to store`);
     }
-    const store = new FsDocumentStore(dataDir);
+    const store = await openDocumentStore({ dataDir });
     try {
       const outcomes = await mergeRevocationStatements(store, byIssuer, formatUtcSeconds());
       for (const outcome of outcomes) {

@@ -9,7 +9,7 @@ import { ConfigError, loadConfig } from "../service/config.js";
 import { KeyRotationError, rotateServiceKey } from "../service/key-rotation.js";
 import { RevocationStoreError } from "../service/revocation-documents.js";
 import { KEY_REFRESH_MS, ServiceKeyError } from "../service/service-key.js";
-import { FsDocumentStore } from "../storage/fs-document-store.js";
+import { openDocumentStore } from "../storage/open.js";
 import { type CliIo, isParseArgsError, processIo } from "./entry.js";
 
 export const USAGE = "usage: receiptd rotate-key";
@@ -49,7 +49,7 @@ export async function main(
   }
   try {
     const dataDir = loadConfig(env).dataDir;
-    const store = new FsDocumentStore(dataDir);
+    const store = await openDocumentStore({ dataDir });
     try {
       const result = await rotateServiceKey(dataDir, store);
       for (const retirement of result.resumed) {

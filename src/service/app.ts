@@ -14,7 +14,7 @@ import type { DigestCache } from "../cache/digest-cache.js";
 import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
 import { loadCorpusSummary } from "../conformance/corpus.js";
 import type { DocumentStore } from "../storage/document-store.js";
-import { FsDocumentStore } from "../storage/fs-document-store.js";
+import { openDocumentStore } from "../storage/open.js";
 import type { ServiceConfig } from "./config.js";
 import { CpuPool } from "./cpu-pool.js";
 import { registerAccessControl } from "./plugins/access.js";
@@ -93,7 +93,7 @@ export async function buildApp(
   app.decorate("serviceConfig", config);
   app.decorate("serviceIdentity", identity);
   app.decorate("cpuPool", pool);
-  const documentStore = new FsDocumentStore(config.dataDir);
+  const documentStore = await openDocumentStore(config);
   app.decorate("documentStore", documentStore);
   const anchorsQueue = new InProcessQueue(
     ANCHORS_QUEUE,

@@ -1,0 +1,289 @@
+/**
+ * The audit trail (service.md §9): one content-free JSON line per request, appended to
+ * `<auditDir>/<YYYY-MM-DD>.jsonl`, one file per UTC day. Billing is metered from these lines
+ * (`billing.ts`), so the format is stable:
+ *
+ *   {"time":"2026-11-21T10:00:00Z","principal":"key:0123456789ab","method":"POST",
+ *    "route":"/verify","status":200,"bytes":512,"latency_ms":3}
+ *
+ * A line holds the principal (key id, `x402:<payer>` or `anonymous`), the route *template*
+ * and numbers, never a body, query string, bundle field, header or address of the client.
+ *
+ * Lines are buffered and written at least every `flushIntervalMs`, each batch of whole lines
+ * with one `write` on a file opened for appending. O_APPEND makes each write land at the end
+ * of the file as one piece, so several processes (web instances on one data directory) can
+ * share a day's file without their lines interleaving.
+ */
+import { appendFileSync, mkdirSync } from "node:fs";
+import { type FileHandle, mkdir, open } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { formatUtcSeconds } from "../verifier/timestamps.js";
+import { isPrincipal, type Principal } from "./principal.js";
+
+export const AUDIT_FILE_SUFFIX = ".jsonl";
+const FILE_MODE = 0o600;
+const DIRECTORY_MODE = 0o700;
+const DEFAULT_FLUSH_INTERVAL_MS = 1000;
+/** A larger buffer is written at once rather than waiting for the interval. */
+const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024;
+/** Batches are cut at whole lines below this size, well under what one write appends whole. */
+const MAX_WRITE_BYTES = 64 * 1024;
+
+/** What the request hooks know about a finished request. */
+export interface AuditEvent {
+  principal: Principal;
+  method: string;
+  /** The route template (`/anchors/:digest`), never the request URL. */
+  route: string;
+  status: number;
+  /** Response body bytes sent. */
+  bytes: number;
+  latencyMs: number;
+  /** When the response finished; default: the log's clock. */
+  timeMs?: number;
+}
+
+/** One parsed audit line. */
+export interface AuditLine {
+  time: string;
+  principal: Principal;
+  method: string;
+  route: string;
+  status: number;
+  bytes: number;
+  latencyMs: number;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** `AUDIT_DIR`, else `<dataDir>/audit` (the server and the billing CLI agree on it). */
+export function auditDirFrom(env: Env, dataDir: string): string {
+  const configured = env.AUDIT_DIR;
+  return configured ? resolve(configured) : join(dataDir, "audit");
+}
+
+/** The UTC day of an instant as `YYYY-MM-DD`: the name of its audit file, without suffix. */
+export function auditDay(timeMs: number): string {
+  return new Date(timeMs).toISOString().slice(0, 10);
+}
+
+/** A route template cannot carry a query, but a mistaken caller must not leak one either. */
+function routeTemplate(route: string): string {
+  const path = route.split(/[?#]/, 1)[0] ?? "";
+  return path.startsWith("/") ? path : "(unmatched)";
+}
+
+function wholeNumber(value: number): number {
+  return Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
+}
+
+/** The line for `event` (with its newline), members in the documented order. */
+export function formatAuditLine(event: AuditEvent, timeMs: number): string {
+  if (!isPrincipal(event.principal)) throw new RangeError("not a principal");
+  const line = {
+    time: formatUtcSeconds(new Date(timeMs)),
+    principal: event.principal,
+    method: /^[A-Z]{1,16}$/.test(event.method) ? event.method : "OTHER",
+    route: routeTemplate(event.route),
+    status: Number.isInteger(event.status) ? event.status : 0,
+    bytes: wholeNumber(event.bytes),
+    latency_ms: wholeNumber(event.latencyMs),
+  };
+  return `${JSON.stringify(line)}\n`;
+}
+
+/** A line as written by `formatAuditLine`, or null for anything else (a torn or foreign line). */
+export function parseAuditLine(text: string): AuditLine | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
+  const line = value as Record<string, unknown>;
+  const { time, principal, method, route, status, bytes, latency_ms: latencyMs } = line;
+  if (
+    typeof time !== "string" ||
+    typeof principal !== "string" ||
+    !isPrincipal(principal) ||
+    typeof method !== "string" ||
+    typeof route !== "string" ||
+    !Number.isInteger(status) ||
+    !Number.isInteger(bytes) ||
+    !Number.isInteger(latencyMs)
+  ) {
+    return null;
+  }
+  return {
+    time,
+    principal,
+    method,
+    route,
+    status: status as number,
+    bytes: bytes as number,
+    latencyMs: latencyMs as number,
+  };
+}
+
+export interface AuditLogOptions {
+  now?: () => number;
+  /** Longest a line waits in memory before it is written. */
+  flushIntervalMs?: number;
+  maxBufferedBytes?: number;
+  /** Told about a batch that could not be written (the lines are lost). Default: stderr. */
+  onError?: (error: unknown, lostLines: number) => void;
+}
+
+function reportToStderr(error: unknown, lostLines: number): void {
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`audit: ${lostLines} line(s) could not be written: ${message}\n`);
+}
+
+/** Appends audit lines to the day files of one directory. */
+export class AuditLog {
+  readonly #directory: string;
+  readonly #now: () => number;
+  readonly #flushIntervalMs: number;
+  readonly #maxBufferedBytes: number;
+  readonly #onError: (error: unknown, lostLines: number) => void;
+  /** Day → lines waiting to be written to that day's file. */
+  #pending = new Map<string, string[]>();
+  #pendingBytes = 0;
+  #timer: NodeJS.Timeout | null = null;
+  /** Tail of the chain of writes: batches go out one after another, in order. */
+  #writing: Promise<void> = Promise.resolve();
+  #open: { day: string; handle: FileHandle } | null = null;
+  #directoryReady: Promise<unknown> | null = null;
+  #closed = false;
+
+  constructor(directory: string, options: AuditLogOptions = {}) {
+    this.#directory = directory;
+    this.#now = options.now ?? Date.now;
+    this.#flushIntervalMs = options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS;
+    this.#maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
+    this.#onError = options.onError ?? reportToStderr;
+  }
+
+  get directory(): string {
+    return this.#directory;
+  }
+
+  /** Queues the line of one finished request. Never throws for I/O; see `onError`. */
+  record(event: AuditEvent): void {
+    const timeMs = event.timeMs ?? this.#now();
+    const line = formatAuditLine(event, timeMs);
+    const day = auditDay(timeMs);
+    if (this.#closed) {
+      // Late responses of a closing server: rare enough to write one by one, synchronously.
+      this.#appendNow(day, line);
+      return;
+    }
+    const lines = this.#pending.get(day);
+    if (lines === undefined) this.#pending.set(day, [line]);
+    else lines.push(line);
+    this.#pendingBytes += Buffer.byteLength(line);
+    if (this.#pendingBytes >= this.#maxBufferedBytes) void this.flush();
+    else if (this.#timer === null) {
+      this.#timer = setTimeout(() => void this.flush(), this.#flushIntervalMs);
+      this.#timer.unref();
+    }
+  }
+
+  /** Writes every queued line; resolves once they are in their files. */
+  flush(): Promise<void> {
+    if (this.#timer !== null) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+    }
+    const batch = this.#pending;
+    this.#pending = new Map();
+    this.#pendingBytes = 0;
+    this.#writing = this.#writing.then(() => this.#write(batch));
+    return this.#writing;
+  }
+
+  /** Flushes and closes the open file. Lines recorded later are appended synchronously. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.flush();
+    if (this.#open !== null) {
+      await this.#open.handle.close();
+      this.#open = null;
+    }
+  }
+
+  async #write(batch: Map<string, string[]>): Promise<void> {
+    for (const [day, lines] of [...batch].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      try {
+        const { handle, keep } = await this.#handleFor(day);
+        try {
+          for (const chunk of chunks(lines)) await writeAll(handle, chunk);
+        } finally {
+          if (!keep) await handle.close();
+        }
+      } catch (error) {
+        this.#onError(error, lines.length);
+      }
+    }
+  }
+
+  /** The day's file; the newest day's stays open, an older one is closed after use (`keep`). */
+  async #handleFor(day: string): Promise<{ handle: FileHandle; keep: boolean }> {
+    if (this.#open?.day === day) return { handle: this.#open.handle, keep: true };
+    this.#directoryReady ??= mkdir(this.#directory, {
+      recursive: true,
+      mode: DIRECTORY_MODE,
+    }).catch((error: unknown) => {
+      this.#directoryReady = null;
+      throw error;
+    });
+    await this.#directoryReady;
+    const handle = await open(this.#path(day), "a", FILE_MODE);
+    if (this.#open !== null && this.#open.day > day) return { handle, keep: false };
+    const previous = this.#open;
+    this.#open = { day, handle };
+    await previous?.handle.close();
+    return { handle, keep: true };
+  }
+
+  #appendNow(day: string, line: string): void {
+    try {
+      mkdirSync(this.#directory, { recursive: true, mode: DIRECTORY_MODE });
+      appendFileSync(this.#path(day), line, { mode: FILE_MODE });
+    } catch (error) {
+      this.#onError(error, 1);
+    }
+  }
+
+  #path(day: string): string {
+    return join(this.#directory, `${day}${AUDIT_FILE_SUFFIX}`);
+  }
+}
+
+/** Whole lines grouped into buffers of at most `MAX_WRITE_BYTES` (or one longer line). */
+function* chunks(lines: string[]): Generator<Buffer> {
+  let group: string[] = [];
+  let size = 0;
+  for (const line of lines) {
+    const length = Buffer.byteLength(line);
+    if (group.length > 0 && size + length > MAX_WRITE_BYTES) {
+      yield Buffer.from(group.join(""));
+      group = [];
+      size = 0;
+    }
+    group.push(line);
+    size += length;
+  }
+  if (group.length > 0) yield Buffer.from(group.join(""));
+}
+
+async function writeAll(handle: FileHandle, buffer: Buffer): Promise<void> {
+  let offset = 0;
+  // A regular file takes the whole buffer in one write; the loop only covers a short write
+  // (a full disk), where nothing better than finishing the line is possible.
+  while (offset < buffer.length) {
+    const { bytesWritten } = await handle.write(buffer, offset, buffer.length - offset);
+    offset += bytesWritten;
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * Billing of API keys (service.md §9): 5.00 USD per 10,000 successful calls, metered from a
+ * month's audit files. Only lines of key principals with a 2xx status count; 429s, other 4xx,
+ * 5xx, anonymous and x402 lines are never invoiced (x402 calls were paid as they were made).
+ *
+ * Amounts are computed in whole cents with integers only: a key's amount is
+ * calls × 500 / 10,000 cents, rounded half up to the cent (so 10 calls, half a cent, cost
+ * 0.01 USD and 9 calls cost nothing); the total is the sum of the rounded key amounts, so a
+ * statement's lines always add up.
+ */
+import { createReadStream } from "node:fs";
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { AUDIT_FILE_SUFFIX, parseAuditLine } from "./audit.js";
+
+export const BILLED_CALLS_UNIT = 10_000;
+export const CENTS_PER_UNIT = 500;
+
+const MONTH_PATTERN = /^(\d{4})-(0[1-9]|1[0-2])$/;
+const KEY_PRINCIPAL_PREFIX = "key:";
+
+export function isMonth(text: string): boolean {
+  return MONTH_PATTERN.test(text);
+}
+
+/** The amount of `calls` successful calls in cents, rounded half up. */
+export function amountCents(calls: number): number {
+  const numerator = calls * CENTS_PER_UNIT;
+  return Math.floor((2 * numerator + BILLED_CALLS_UNIT) / (2 * BILLED_CALLS_UNIT));
+}
+
+/** `1234` → `"12.34"`. */
+export function formatCents(cents: number): string {
+  return `${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, "0")}`;
+}
+
+export interface KeyUsage {
+  keyId: string;
+  /** 2xx responses: the billed calls. */
+  calls: number;
+  /** Every other response of the key (refused, failed): shown, never billed. */
+  unbilled: number;
+  amountCents: number;
+}
+
+export interface MonthlyUsage {
+  month: string;
+  /** Every key with at least one audit line in the month, by id. */
+  keys: KeyUsage[];
+  totalCalls: number;
+  totalCents: number;
+  /** Audit files read, by day. */
+  files: string[];
+  /** Lines that were not audit lines (a line torn by a crash, or foreign text). */
+  skippedLines: number;
+}
+
+/**
+ * Meters `month` (`YYYY-MM`) from the day files in `auditDir`. Throws when the directory
+ * cannot be read: an operator who points at the wrong place should not get an empty bill.
+ */
+export async function meterMonth(auditDir: string, month: string): Promise<MonthlyUsage> {
+  if (!isMonth(month)) throw new RangeError(`a month is YYYY-MM, got '${month}'`);
+  const dayFile = new RegExp(`^${month}-\\d{2}${AUDIT_FILE_SUFFIX.replace(".", "\\.")}$`);
+  const files = (await readdir(auditDir)).filter((name) => dayFile.test(name)).sort();
+  const usage = new Map<string, { calls: number; unbilled: number }>();
+  let skippedLines = 0;
+  for (const file of files) {
+    const lines = createInterface({
+      input: createReadStream(join(auditDir, file)),
+      crlfDelay: Number.POSITIVE_INFINITY,
+    });
+    for await (const text of lines) {
+      if (text === "") continue;
+      const line = parseAuditLine(text);
+      if (line === null) {
+        skippedLines += 1;
+        continue;
+      }
+      if (!line.principal.startsWith(KEY_PRINCIPAL_PREFIX)) continue;
+      const keyId = line.principal.slice(KEY_PRINCIPAL_PREFIX.length);
+      let counts = usage.get(keyId);
+      if (counts === undefined) {
+        counts = { calls: 0, unbilled: 0 };
+        usage.set(keyId, counts);
+      }
+      if (line.status >= 200 && line.status <= 299) counts.calls += 1;
+      else counts.unbilled += 1;
+    }
+  }
+  const keys = [...usage]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([keyId, counts]) => ({ keyId, ...counts, amountCents: amountCents(counts.calls) }));
+  return {
+    month,
+    keys,
+    totalCalls: keys.reduce((sum, key) => sum + key.calls, 0),
+    totalCents: keys.reduce((sum, key) => sum + key.amountCents, 0),
+    files,
+    skippedLines,
+  };
+}

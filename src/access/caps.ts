@@ -1,0 +1,94 @@
+/**
+ * Daily caps (service.md §9): one counter per principal (`principal.ts`: `key:<id>`,
+ * `x402:<payer>`, `anonymous`) per UTC day, reset at 00:00 UTC. Embedded mode counts in
+ * process memory (`MemoryCapStore`); distributed mode in Redis, shared by every instance.
+ * Routes see only this interface and the response helpers below.
+ */
+
+/** The outcome of one request against its bucket; the three headers are derived from it. */
+export interface CapDecision {
+  /** True when the request is within the cap (and was counted). */
+  allowed: boolean;
+  limit: number;
+  /** Requests left today after this one (0 when refused). */
+  remaining: number;
+  /** Whole seconds to the next 00:00 UTC, at least 1. */
+  resetSeconds: number;
+}
+
+export interface CapStore {
+  /**
+   * Counts one request against `bucket` for the UTC day of `nowMs` (default: the store's
+   * clock) if the bucket has fewer than `limit` requests that day; a refused request is not
+   * counted. Atomic across every process sharing the store. The distributed store does it in
+   * one Redis script (GET, compare, INCR, EXPIREAT at the next midnight), which is why the
+   * interface offers nothing a single atomic step could not answer.
+   */
+  consume(bucket: string, limit: number, nowMs?: number): Promise<CapDecision>;
+  close(): Promise<void>;
+}
+
+export const DAY_MS = 86_400_000;
+
+/** The UTC day of an instant, as days since 1970-01-01. */
+export function utcDay(nowMs: number): number {
+  return Math.floor(nowMs / DAY_MS);
+}
+
+/** Whole seconds from `nowMs` to the next 00:00 UTC, rounded up, at least 1. */
+export function secondsToUtcMidnight(nowMs: number): number {
+  const next = (utcDay(nowMs) + 1) * DAY_MS;
+  return Math.max(1, Math.ceil((next - nowMs) / 1000));
+}
+
+/** Caps are whole numbers of requests; 0 refuses everything (a paused key). */
+export function checkLimit(limit: number): void {
+  if (!Number.isSafeInteger(limit) || limit < 0) {
+    throw new RangeError(`a daily cap is a whole number ≥ 0, got ${limit}`);
+  }
+}
+
+/** The decision for a bucket that held `countBefore` requests before this one. */
+export function decide(countBefore: number, limit: number, nowMs: number): CapDecision {
+  const allowed = countBefore < limit;
+  const counted = allowed ? countBefore + 1 : countBefore;
+  return {
+    allowed,
+    limit,
+    remaining: Math.max(0, limit - counted),
+    resetSeconds: secondsToUtcMidnight(nowMs),
+  };
+}
+
+/** The headers every response that passed authentication carries. */
+export function rateLimitHeaders(decision: CapDecision): Record<string, string> {
+  return {
+    "X-RateLimit-Limit": String(decision.limit),
+    "X-RateLimit-Remaining": String(decision.remaining),
+    "X-RateLimit-Reset": String(decision.resetSeconds),
+  };
+}
+
+/** `Retry-After` of a 429 is fixed by the contract; `X-RateLimit-Reset` has the exact wait. */
+export const CAP_RETRY_AFTER_SECONDS = 86_400;
+
+export interface CapReachedResponse {
+  statusCode: 429;
+  headers: Record<string, string>;
+  body: { error: "daily_cap_reached"; hint: string };
+}
+
+/** The refusal of a request over its daily cap, with the three headers and `Retry-After`. */
+export function capReachedResponse(decision: CapDecision): CapReachedResponse {
+  return {
+    statusCode: 429,
+    headers: {
+      ...rateLimitHeaders(decision),
+      "Retry-After": String(CAP_RETRY_AFTER_SECONDS),
+    },
+    body: {
+      error: "daily_cap_reached",
+      hint: `the daily cap of ${decision.limit} requests is reached; it resets at 00:00 UTC`,
+    },
+  };
+}

@@ -1,0 +1,36 @@
+/**
+ * Who a request is counted against (service.md §9): an API key, an x402 payer, or the shared
+ * anonymous bucket. The same string names the principal in audit lines and the daily-cap
+ * bucket, so an audit line's principal is exactly the counter the request was charged to.
+ *
+ * A principal never carries anything a client chose beyond a key id (a prefix of the key's
+ * SHA-256) or a payer address, so audit lines built from it stay content-free.
+ */
+
+/** `key:<id>`, `x402:<payer address, lowercase>`, or `anonymous`. */
+export type Principal = `key:${string}` | `x402:0x${string}` | "anonymous";
+
+export const ANONYMOUS: Principal = "anonymous";
+
+const KEY_ID = /^[0-9a-f]{8,64}$/;
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const PRINCIPAL = /^(?:key:[0-9a-f]{8,64}|x402:0x[0-9a-f]{40}|anonymous)$/;
+
+/** The principal (and cap bucket) of an API key, from its id (`ApiKey.id`). */
+export function keyPrincipal(keyId: string): Principal {
+  if (!KEY_ID.test(keyId)) throw new RangeError("a key id is 8–64 lowercase hex digits");
+  return `key:${keyId}`;
+}
+
+/**
+ * The principal (and cap bucket) of an x402 payer. Addresses are lowercased so the
+ * checksummed and plain spellings of one address share one counter.
+ */
+export function x402Principal(payerAddress: string): Principal {
+  if (!ADDRESS.test(payerAddress)) throw new RangeError("a payer address is 0x + 40 hex digits");
+  return `x402:0x${payerAddress.slice(2).toLowerCase()}`;
+}
+
+export function isPrincipal(text: string): text is Principal {
+  return PRINCIPAL.test(text);
+}

@@ -1,0 +1,120 @@
+/** Metering a month of audit lines: 2xx key calls only, half-up cents. */
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { type AuditEvent, formatAuditLine } from "../../src/access/audit.js";
+import { amountCents, formatCents, isMonth, meterMonth } from "../../src/access/billing.js";
+
+const A = "key:aaaaaaaaaaaa";
+const B = "key:bbbbbbbbbbbb";
+
+function lines(day: string, entries: [AuditEvent["principal"], number, number][]): string {
+  const timeMs = Date.parse(`${day}T12:00:00Z`);
+  return entries
+    .flatMap(([principal, status, times]) =>
+      Array.from({ length: times }, () =>
+        formatAuditLine(
+          { principal, status, method: "POST", route: "/verify", bytes: 1, latencyMs: 1 },
+          timeMs,
+        ),
+      ),
+    )
+    .join("");
+}
+
+describe("billing amounts", () => {
+  test("5.00 USD per 10,000 calls, rounded half up to the cent", () => {
+    const cases: [number, number][] = [
+      [0, 0],
+      [9, 0],
+      [10, 1],
+      [29, 1],
+      [30, 2],
+      [10_000, 500],
+      [12_345, 617],
+      [12_350, 618],
+      [1_000_000_000, 50_000_000],
+    ];
+    for (const [calls, cents] of cases) assert.equal(amountCents(calls), cents, String(calls));
+  });
+
+  test("cents print as dollars with two decimals", () => {
+    assert.deepEqual([0, 5, 617, 123_456].map(formatCents), ["0.00", "0.05", "6.17", "1234.56"]);
+  });
+
+  test("months are YYYY-MM", () => {
+    assert.deepEqual(
+      ["2026-11", "2026-01", "2026-12", "2026-13", "2026-00", "2026-1", "26-11", "2026-11-01"].map(
+        isMonth,
+      ),
+      [true, true, true, false, false, false, false, false],
+    );
+  });
+});
+
+describe("meterMonth", () => {
+  let directory: string;
+  before(async () => {
+    directory = await mkdtemp(join(tmpdir(), "receiptd-billing-"));
+    await writeFile(
+      join(directory, "2026-11-01.jsonl"),
+      lines("2026-11-01", [
+        [A, 200, 3],
+        [A, 201, 1],
+        [A, 204, 1],
+        [A, 429, 5],
+        [A, 400, 1],
+        [A, 401, 1],
+        [A, 500, 1],
+        [A, 304, 1],
+        ["anonymous", 200, 7],
+        ["x402:0xabcdef0123456789abcdef0123456789abcdef01", 200, 4],
+      ]),
+    );
+    // A crash can leave a torn last line; it is skipped, not billed.
+    await writeFile(
+      join(directory, "2026-11-30.jsonl"),
+      `${lines("2026-11-30", [
+        [B, 200, 10],
+        [A, 299, 1],
+      ])}{"time":"2026-11-30T12:00:00Z","princ`,
+    );
+    await writeFile(join(directory, "2026-10-31.jsonl"), lines("2026-10-31", [[A, 200, 100]]));
+    await writeFile(join(directory, "2026-12-01.jsonl"), lines("2026-12-01", [[B, 200, 100]]));
+    await writeFile(join(directory, "2026-11-notes.txt"), "not an audit file\n");
+  });
+  after(() => rm(directory, { recursive: true, force: true }));
+
+  test("counts 2xx calls of keys in the month's files only", async () => {
+    assert.deepEqual(await meterMonth(directory, "2026-11"), {
+      month: "2026-11",
+      keys: [
+        { keyId: "aaaaaaaaaaaa", calls: 6, unbilled: 9, amountCents: 0 },
+        { keyId: "bbbbbbbbbbbb", calls: 10, unbilled: 0, amountCents: 1 },
+      ],
+      totalCalls: 16,
+      totalCents: 1,
+      files: ["2026-11-01.jsonl", "2026-11-30.jsonl"],
+      skippedLines: 1,
+    });
+  });
+
+  test("a month without files is an empty statement", async () => {
+    assert.deepEqual(await meterMonth(directory, "2025-02"), {
+      month: "2025-02",
+      keys: [],
+      totalCalls: 0,
+      totalCents: 0,
+      files: [],
+      skippedLines: 0,
+    });
+  });
+
+  test("a missing directory is an error, not an empty bill", async () => {
+    await assert.rejects(meterMonth(join(directory, "absent"), "2026-11"), { code: "ENOENT" });
+    await mkdir(join(directory, "empty"));
+    assert.equal((await meterMonth(join(directory, "empty"), "2026-11")).keys.length, 0);
+  });
+});

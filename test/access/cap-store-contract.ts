@@ -1,0 +1,132 @@
+/**
+ * The behaviour every `CapStore` must have (architecture.md: one contract suite, run against
+ * each implementation). Instants are passed explicitly, so the suite runs unchanged against a
+ * store whose clock cannot be injected (Redis). Each test uses its own buckets.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { CapStore } from "../../src/access/caps.js";
+
+export interface CapStoreFixture {
+  store: CapStore;
+  dispose(): Promise<void>;
+}
+
+/** Milliseconds of a UTC instant given as RFC 3339 text. */
+export const at = (iso: string) => Date.parse(iso);
+
+export function capStoreContract(name: string, open: () => Promise<CapStoreFixture>): void {
+  describe(`CapStore contract: ${name}`, () => {
+    let fixture: CapStoreFixture;
+    let store: CapStore;
+    before(async () => {
+      fixture = await open();
+      store = fixture.store;
+    });
+    after(() => fixture.dispose());
+
+    test("remaining counts down to 0, then requests are refused", async () => {
+      const noon = at("2026-11-21T12:00:00Z");
+      const seen = [];
+      for (let i = 0; i < 5; i += 1) seen.push(await store.consume("key:countdown", 3, noon));
+      assert.deepEqual(seen, [
+        { allowed: true, limit: 3, remaining: 2, resetSeconds: 43_200 },
+        { allowed: true, limit: 3, remaining: 1, resetSeconds: 43_200 },
+        { allowed: true, limit: 3, remaining: 0, resetSeconds: 43_200 },
+        { allowed: false, limit: 3, remaining: 0, resetSeconds: 43_200 },
+        { allowed: false, limit: 3, remaining: 0, resetSeconds: 43_200 },
+      ]);
+    });
+
+    test("a refused request is not counted", async () => {
+      const now = at("2026-11-21T08:00:00Z");
+      assert.equal((await store.consume("key:refused", 1, now)).allowed, true);
+      for (let i = 0; i < 3; i += 1) {
+        assert.equal((await store.consume("key:refused", 1, now)).allowed, false);
+      }
+      // Had the refusals counted, a cap raised to 2 would still refuse.
+      assert.deepEqual(await store.consume("key:refused", 2, now), {
+        allowed: true,
+        limit: 2,
+        remaining: 0,
+        resetSeconds: 57_600,
+      });
+    });
+
+    test("buckets are counted separately", async () => {
+      const now = at("2026-11-21T09:00:00Z");
+      assert.equal((await store.consume("key:aaaaaaaaaaaa", 1, now)).allowed, true);
+      assert.equal((await store.consume("key:aaaaaaaaaaaa", 1, now)).allowed, false);
+      assert.equal((await store.consume("key:bbbbbbbbbbbb", 1, now)).allowed, true);
+      assert.equal((await store.consume("anonymous", 1, now)).allowed, true);
+    });
+
+    test("counters reset at 00:00 UTC", async () => {
+      const lastMoment = at("2026-11-21T23:59:59.999Z");
+      assert.deepEqual(await store.consume("x402:0xrollover", 1, lastMoment), {
+        allowed: true,
+        limit: 1,
+        remaining: 0,
+        resetSeconds: 1,
+      });
+      assert.equal((await store.consume("x402:0xrollover", 1, lastMoment)).allowed, false);
+      const midnight = at("2026-11-22T00:00:00Z");
+      assert.deepEqual(await store.consume("x402:0xrollover", 1, midnight), {
+        allowed: true,
+        limit: 1,
+        remaining: 0,
+        resetSeconds: 86_400,
+      });
+      assert.equal((await store.consume("x402:0xrollover", 1, midnight)).allowed, false);
+    });
+
+    test("resetSeconds is the whole seconds to midnight, rounded up, at least 1", async () => {
+      const cases: [string, number][] = [
+        ["2026-11-23T00:00:00.000Z", 86_400],
+        ["2026-11-23T00:00:00.001Z", 86_400],
+        ["2026-11-23T18:30:00.000Z", 19_800],
+        ["2026-11-23T23:59:58.200Z", 2],
+        ["2026-11-23T23:59:59.000Z", 1],
+        ["2026-11-23T23:59:59.999Z", 1],
+      ];
+      for (const [iso, seconds] of cases) {
+        const decision = await store.consume(`key:reset-${iso}`, 10, at(iso));
+        assert.equal(decision.resetSeconds, seconds, iso);
+      }
+    });
+
+    test("a cap of 0 refuses everything", async () => {
+      assert.deepEqual(await store.consume("key:paused", 0, at("2026-11-21T00:00:00Z")), {
+        allowed: false,
+        limit: 0,
+        remaining: 0,
+        resetSeconds: 86_400,
+      });
+    });
+
+    test("concurrent requests never exceed the cap", async () => {
+      const now = at("2026-11-21T10:00:00Z");
+      const decisions = await Promise.all(
+        Array.from({ length: 50 }, () => store.consume("key:concurrent", 20, now)),
+      );
+      assert.equal(decisions.filter((decision) => decision.allowed).length, 20);
+      const remaining = decisions
+        .filter((decision) => decision.allowed)
+        .map((decision) => decision.remaining)
+        .sort((a, b) => a - b);
+      assert.deepEqual(
+        remaining,
+        Array.from({ length: 20 }, (_, index) => index),
+      );
+    });
+
+    test("an unusable cap is refused", async () => {
+      for (const limit of [-1, 1.5, Number.NaN]) {
+        await assert.rejects(
+          store.consume("key:bad", limit, at("2026-11-21T10:00:00Z")),
+          RangeError,
+        );
+      }
+    });
+  });
+}
