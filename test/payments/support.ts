@@ -1,0 +1,127 @@
+/** Payments test helpers: generated wallets that sign real EIP-3009 authorizations. */
+import { randomBytes } from "node:crypto";
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
+import { type Authorization, encodeBase64Json } from "../../src/payments/codec.js";
+import { transferWithAuthorizationTypedData } from "../../src/payments/eip3009.js";
+import type { Hex } from "../../src/payments/formats.js";
+import {
+  type ExactRequirement,
+  type PaymentRequirementSet,
+  type PaymentSettings,
+  paymentRequirements,
+  paymentSettings,
+} from "../../src/payments/requirements.js";
+import { type JsonObject, jsonObject } from "../../src/verifier/json/value.js";
+
+/** 2026-01-01T00:00:00Z: every test runs against this clock. */
+export const NOW_MS = 1_767_225_600_000;
+export const NOW_S = BigInt(NOW_MS / 1000);
+export const clock = () => NOW_MS;
+
+export const PAY_TO = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
+export const RESOURCE = {
+  url: "https://receiptd.example/verify",
+  description: "Verify a Continuity Receipt bundle",
+};
+
+export function testSettings(): PaymentSettings {
+  return paymentSettings({ payTo: PAY_TO });
+}
+
+export function callRequirements(settings = testSettings()): PaymentRequirementSet {
+  return paymentRequirements(settings, { resource: RESOURCE, offers: ["call"] });
+}
+
+export function passRequirements(settings = testSettings()): PaymentRequirementSet {
+  return paymentRequirements(settings, {
+    resource: { url: "https://receiptd.example/crystals", description: "Store a crystal" },
+    offers: ["lease", "day"],
+  });
+}
+
+export function wallet(): PrivateKeyAccount {
+  return privateKeyToAccount(generatePrivateKey());
+}
+
+export interface SignedAuthorization {
+  authorization: Authorization;
+  signature: Hex;
+}
+
+/**
+ * Signs an authorization the way an x402 SDK client does (validAfter = now - 600,
+ * validBefore = now + maxTimeoutSeconds, random nonce), with `overrides` applied to what is
+ * signed.
+ */
+export async function signAuthorization(
+  account: PrivateKeyAccount,
+  requirement: ExactRequirement,
+  overrides: Partial<Authorization> = {},
+): Promise<SignedAuthorization> {
+  const authorization: Authorization = {
+    from: account.address,
+    to: requirement.payTo,
+    value: requirement.amount,
+    validAfter: NOW_S - 600n,
+    validBefore: NOW_S + BigInt(requirement.maxTimeoutSeconds),
+    nonce: `0x${randomBytes(32).toString("hex")}`,
+    ...overrides,
+  };
+  const signature = await account.signTypedData(
+    transferWithAuthorizationTypedData(requirement, authorization),
+  );
+  return { authorization, signature };
+}
+
+function authorizationJson(authorization: Authorization): JsonObject {
+  return jsonObject({
+    from: authorization.from,
+    to: authorization.to,
+    value: authorization.value.toString(),
+    validAfter: authorization.validAfter.toString(),
+    validBefore: authorization.validBefore.toString(),
+    nonce: authorization.nonce,
+  });
+}
+
+function exactPayload(signed: SignedAuthorization): JsonObject {
+  return jsonObject({
+    signature: signed.signature,
+    authorization: authorizationJson(signed.authorization),
+  });
+}
+
+export function v1Payment(network: string, signed: SignedAuthorization): JsonObject {
+  return jsonObject({ x402Version: 1, scheme: "exact", network, payload: exactPayload(signed) });
+}
+
+export function v2Payment(accepted: JsonObject, signed: SignedAuthorization): JsonObject {
+  return jsonObject({
+    x402Version: 2,
+    resource: jsonObject({ url: RESOURCE.url }),
+    accepted,
+    payload: exactPayload(signed),
+  });
+}
+
+export const toHeader = encodeBase64Json;
+
+/** Decodes a base64 JSON header with plain JSON.parse (an independent reading). */
+export function fromHeader(value: string): unknown {
+  return JSON.parse(Buffer.from(value, "base64").toString("utf8"));
+}
+
+/** The same signature with another v byte. */
+export function withV(signature: Hex, v: number): Hex {
+  return `${signature.slice(0, 130)}${v.toString(16).padStart(2, "0")}` as Hex;
+}
+
+const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+/** The malleable twin (r, n - s, flipped v): valid ECDSA for the same key, but high-s. */
+export function highS(signature: Hex): Hex {
+  const s = BigInt(`0x${signature.slice(66, 130)}`);
+  const v = Number.parseInt(signature.slice(130, 132), 16);
+  const flipped = (N - s).toString(16).padStart(64, "0");
+  return `${signature.slice(0, 66)}${flipped}${(v === 27 ? 28 : 27).toString(16)}` as Hex;
+}
