@@ -8,19 +8,28 @@
  * decide access per message (MCP's `tools/call`) ask it too.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { ANONYMOUS, type Principal } from "../../access/principal.js";
 
 /**
- * - `keyed`: an API key or an x402 payment (verification, anchors, conformance);
+ * - `keyed`: an API key or an x402 payment per call (verification, anchors, conformance);
+ * - `leased`: an API key, or an x402 lease / day pass (ERC-8004 validation, crystal writes);
  * - `keyless`: anyone, counted against the anonymous cap (reads, metadata);
  * - `mixed`: the route decides per request with `keyedAccess` (MCP: discovery is keyless,
  *   `tools/call` is keyed);
  * - `internal`: loopback plus the internal token (settlement ingestion).
  */
-export type RouteAccess = "keyed" | "keyless" | "mixed" | "internal";
+export type RouteAccess = "keyed" | "leased" | "keyless" | "mixed" | "internal";
 
 declare module "fastify" {
   interface FastifyContextConfig {
     access?: RouteAccess;
+  }
+  interface FastifyRequest {
+    /**
+     * Who the request is counted against once access is checked: `key:<id>`,
+     * `x402:<payer>` or `anonymous`. Tenancy (crystals) and audit lines use it.
+     */
+    principal: Principal;
   }
 }
 
@@ -35,6 +44,7 @@ export function keyedAccess(_request: FastifyRequest): AccessDecision {
 }
 
 export function registerAccessControl(app: FastifyInstance): void {
+  app.decorateRequest("principal", ANONYMOUS);
   app.addHook("onRoute", (route) => {
     // Fastify adds HEAD twins of GET routes; they share the GET route's config.
     if (route.method === "HEAD") return;
@@ -43,7 +53,8 @@ export function registerAccessControl(app: FastifyInstance): void {
     }
   });
   app.addHook("preHandler", async (request, reply) => {
-    if (request.routeOptions.config.access !== "keyed") return;
+    const access = request.routeOptions.config.access;
+    if (access !== "keyed" && access !== "leased") return;
     const decision = keyedAccess(request);
     if (!decision.granted) return reply.code(decision.statusCode).send(decision.body);
   });
