@@ -3,7 +3,10 @@
  * validated, then passed down explicitly. Nothing below this module reads `process.env`.
  */
 import { availableParallelism } from "node:os";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
+import { auditDirFrom } from "../access/audit.js";
+import { PaymentConfigError } from "../payments/errors.js";
+import { type PaymentSettings, paymentSettings } from "../payments/requirements.js";
 import { taskModuleUrl } from "./cpu-pool.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -44,6 +47,16 @@ export interface LogDestination {
   write(line: string): void;
 }
 
+/**
+ * x402 (service.md §9, §13). Payments are on when `X402_PAY_TO` is set; without
+ * `FACILITATOR_URL` they are offered but refused (nothing can be settled).
+ */
+export interface PaymentsConfig {
+  /** Payment settings from the environment, or null when payments are off. */
+  settings: PaymentSettings | null;
+  facilitatorUrl: string | null;
+}
+
 export interface ServiceConfig {
   host: string;
   port: number;
@@ -53,6 +66,11 @@ export interface ServiceConfig {
   logDestination?: LogDestination;
   /** Absolute path of the conformance corpus, or null when none is deployed. */
   corpusDir: string | null;
+  /** Directory of the per-day audit files (`AUDIT_DIR`, default `DATA_DIR/audit`). */
+  auditDir: string;
+  /** The token `POST /payment-receipts` requires (`INTERNAL_TOKEN_FILE`, created 0600). */
+  internalTokenFile: string;
+  payments: PaymentsConfig;
   limits: ServiceLimits;
   cpuPool: CpuPoolConfig;
 }
@@ -135,6 +153,37 @@ function cpuPoolFrom(env: Env): CpuPoolConfig {
 }
 
 /**
+ * Prices are configuration (service.md §9): `X402_PRICE_CALL_USD` (default 0.01),
+ * `X402_PRICE_LEASE_USD` (0.01, a 5-minute lease) and `X402_PRICE_DAY_USD` (0.50, a day pass).
+ */
+function paymentsFrom(env: Env, limits: ServiceLimits): PaymentsConfig {
+  const facilitatorUrl = env.FACILITATOR_URL || null;
+  if (facilitatorUrl !== null && !URL.canParse(facilitatorUrl)) {
+    throw new ConfigError(`FACILITATOR_URL must be a URL, got '${facilitatorUrl}'`);
+  }
+  const payTo = env.X402_PAY_TO;
+  if (!payTo) return { settings: null, facilitatorUrl };
+  try {
+    const settings = paymentSettings({
+      payTo,
+      network: env.X402_NETWORK || undefined,
+      asset: env.X402_ASSET || undefined,
+      pricesUsd: {
+        call: env.X402_PRICE_CALL_USD || "0.01",
+        lease: env.X402_PRICE_LEASE_USD || "0.01",
+        day: env.X402_PRICE_DAY_USD || "0.50",
+      },
+      leaseSeconds: limits.leaseSeconds,
+      dayPassSeconds: limits.dayPassSeconds,
+    });
+    return { settings, facilitatorUrl };
+  } catch (error) {
+    if (error instanceof PaymentConfigError) throw new ConfigError(error.message);
+    throw error;
+  }
+}
+
+/**
  * Builds the configuration from `env` (service.md §13 plus `MAX_BODY_BYTES`, `MAX_BATCH`,
  * `CPU_THREADS`, `CPU_MAX_QUEUE`), then applies `overrides`. Throws `ConfigError` for a value
  * that is present but unusable, rather than silently falling back to a default.
@@ -142,14 +191,19 @@ function cpuPoolFrom(env: Env): CpuPoolConfig {
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): ServiceConfig {
   const { limits, cpuPool, ...rest } = overrides;
   const corpusDir = env.CORPUS_DIR;
+  const mergedLimits = { ...limitsFrom(env), ...limits };
+  const dataDir = overrides.dataDir ?? resolve(env.DATA_DIR || "./data");
   return {
     host: env.HOST || "127.0.0.1",
     port: integerFrom(env, "PORT", 8080, 0, 65_535),
-    dataDir: resolve(env.DATA_DIR || "./data"),
+    dataDir,
     logLevel: logLevelFrom(env),
     corpusDir: corpusDir ? resolve(corpusDir) : null,
+    auditDir: auditDirFrom(env, dataDir),
+    internalTokenFile: resolve(env.INTERNAL_TOKEN_FILE || join(dataDir, "internal.token")),
+    payments: paymentsFrom(env, mergedLimits),
     ...rest,
-    limits: { ...limitsFrom(env), ...limits },
+    limits: mergedLimits,
     cpuPool: { ...cpuPoolFrom(env), ...cpuPool },
   };
 }
