@@ -1,0 +1,50 @@
+/**
+ * The `internal` access class (service.md §4): loopback callers that present the internal
+ * token. Checked in that order, so a remote caller learns nothing about the token.
+ *
+ * The caller's address is the socket's peer, never `X-Forwarded-For`: a forwarded-for header
+ * is whatever the client wrote.
+ */
+import { BlockList, isIP } from "node:net";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { InternalToken } from "../internal-token.js";
+
+export const INTERNAL_TOKEN_HEADER = "x-internal-token";
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
+LOOPBACK.addAddress("::1", "ipv6");
+
+/** 127.0.0.0/8, `::1` and IPv4-mapped `::ffff:127.x.x.x` (BlockList maps those itself). */
+export function isLoopbackAddress(address: string | undefined): boolean {
+  if (address === undefined) return false;
+  const family = isIP(address);
+  if (family === 0) return false;
+  return LOOPBACK.check(address, family === 6 ? "ipv6" : "ipv4");
+}
+
+/** Why `request` may not call an internal route, as the answer to send; null when it may. */
+export function internalAccessRefusal(
+  request: FastifyRequest,
+  token: InternalToken,
+): { statusCode: 401 | 403; body: { error: string } } | null {
+  if (!isLoopbackAddress(request.raw.socket.remoteAddress)) {
+    return { statusCode: 403, body: { error: "loopback_only" } };
+  }
+  if (!token.matches(request.headers[INTERNAL_TOKEN_HEADER])) {
+    return { statusCode: 401, body: { error: "internal_token_required" } };
+  }
+  return null;
+}
+
+/**
+ * Guards every route of `app`'s scope whose access class is `internal`. Register it in the
+ * plugin that declares those routes.
+ */
+export function registerInternalAccess(app: FastifyInstance, token: InternalToken): void {
+  app.addHook("preHandler", async (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.routeOptions.config.access !== "internal") return;
+    const refusal = internalAccessRefusal(request, token);
+    if (refusal !== null) return reply.code(refusal.statusCode).send(refusal.body);
+  });
+}

@@ -1,0 +1,366 @@
+/**
+ * The settlements queue (queues/settlements.ts, service.md §4): signed, content-free settlement
+ * receipts, stored once per transaction whatever the number of jobs, producers or queues.
+ */
+import assert from "node:assert/strict";
+import { createHash, createPublicKey, verify } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { InProcessQueue } from "../../queues/in-process-queue.js";
+import { JobFailedError, QueueClosedError } from "../../queues/job-queue.js";
+import {
+  recordSettlement,
+  SETTLEMENTS_QUEUE,
+  SETTLEMENTS_QUEUE_OPTIONS,
+  type SettlementStored,
+  type SettlementsQueue,
+  settlementJobId,
+  settlementsProcessor,
+} from "../../queues/settlements.js";
+import {
+  type Settlement,
+  type SettlementReceipt,
+  userAgentFamily,
+  userAgentHash,
+} from "../../src/service/settlement-receipt.js";
+import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
+import { didKeyToPublicKey } from "../../src/verifier/crypto/did-key.js";
+import { type Ed25519Signer, signerFromSeed } from "../../src/verifier/crypto/ed25519.js";
+
+const ISSUED_AT = "2025-03-04T05:06:07Z";
+const FIXED_CLOCK = () => Date.parse(ISSUED_AT) + 900;
+const SIGNER = signerFromSeed(Buffer.alloc(32, 7));
+const OTHER_SIGNER = signerFromSeed(Buffer.alloc(32, 9));
+
+/** `0x` + 64 hex, different for every `n`. */
+function txHash(n: number): string {
+  return `0x${createHash("sha256").update(`settlement ${n}`).digest("hex")}`;
+}
+
+function settlement(n: number, extra: Partial<Settlement> = {}): Settlement {
+  return {
+    tx: txHash(n),
+    network: "eip155:8453",
+    asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+    amount: "10000",
+    payTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+    path: "/verify",
+    ...extra,
+  };
+}
+
+/**
+ * An offline check that shares no code with the service: JCS of these receipts (ASCII strings
+ * and one small integer) is JSON with sorted keys; the public key comes from the did:key.
+ */
+function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  const record = value as Record<string, unknown>;
+  const members = Object.keys(record)
+    .sort()
+    .map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`);
+  return `{${members.join(",")}}`;
+}
+
+function verifiesOffline(receipt: SettlementReceipt, digest: string): boolean {
+  const { sig, ...unsigned } = receipt;
+  const signed = Buffer.from(canonicalJson(unsigned), "utf8");
+  assert.equal(digest, `sha256:${createHash("sha256").update(signed).digest("hex")}`);
+  assert.equal(sig.alg, "ed25519");
+  assert.equal(sig.key, receipt.issuer);
+  const raw = didKeyToPublicKey(receipt.issuer);
+  const key = createPublicKey({
+    key: { kty: "OKP", crv: "Ed25519", x: raw.toString("base64url") },
+    format: "jwk",
+  });
+  return verify(null, signed, key, Buffer.from(sig.value, "base64url"));
+}
+
+async function temporaryStore() {
+  const dataDir = await mkdtemp(join(tmpdir(), "receiptd-settlements-"));
+  const store = new FsDocumentStore(dataDir);
+  return {
+    store,
+    async dispose() {
+      await store.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function settlementsQueue(
+  store: FsDocumentStore,
+  signer: () => Ed25519Signer = () => SIGNER,
+): SettlementsQueue {
+  return new InProcessQueue(
+    SETTLEMENTS_QUEUE,
+    settlementsProcessor(store, signer, FIXED_CLOCK),
+    SETTLEMENTS_QUEUE_OPTIONS,
+  );
+}
+
+async function submit(queue: SettlementsQueue, job: Settlement): Promise<SettlementStored> {
+  const outcome = await queue.submit(settlementJobId(job.tx.toLowerCase()), job, {
+    waitMs: 60_000,
+  });
+  assert.equal(outcome.state, "completed");
+  return outcome.result;
+}
+
+describe("User-Agent families", () => {
+  const table: [string, string][] = [
+    ["", "none"],
+    ["   ", "none"],
+    ["curl/8.5.0", "curl"],
+    ["curl", "curl"],
+    ["Wget/1.21.4", "wget"],
+    ["node", "node"],
+    ["node-fetch/1.0 (+https://github.com/bitinn/node-fetch)", "node"],
+    ["undici", "node"],
+    ["axios/1.7.2", "node"],
+    ["got/14.0.0", "node"],
+    ["python-requests/2.31.0", "python"],
+    ["Python-urllib/3.11", "python"],
+    ["python-httpx/0.27.0", "python"],
+    ["Python/3.12 aiohttp/3.9.5", "python"],
+    ["aiohttp/3.9.5", "python"],
+    ["Go-http-client/1.1", "go"],
+    [
+      "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36",
+      "browser",
+    ],
+    [
+      "Mozilla/5.0 (Macintosh; Intel Mac OS X 14.5; rv:127.0) Gecko/20100101 Firefox/127.0",
+      "browser",
+    ],
+    ["Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "other"],
+    ["curly/1.0", "other"],
+    ["nodejs-client/2", "other"],
+    ["pythonista", "other"],
+    ["Mozilla", "other"],
+    ["PostmanRuntime/7.39.0", "other"],
+    ["my-agent/0.1 curl/8.5.0", "other"],
+  ];
+  for (const [ua, family] of table) {
+    test(`${JSON.stringify(ua)} → ${family}`, () => {
+      assert.equal(userAgentFamily(ua), family);
+    });
+  }
+
+  test("the hash is the first 12 hex digits of SHA-256 of the raw string", () => {
+    assert.equal(
+      userAgentHash("curl/8.5.0"),
+      createHash("sha256").update("curl/8.5.0").digest("hex").slice(0, 12),
+    );
+    assert.equal(userAgentHash("abc"), "ba7816bf8f01");
+    assert.notEqual(userAgentHash("curl/8.5.0"), userAgentHash("curl/8.5.0 "));
+  });
+});
+
+describe("settlements processor", () => {
+  let fixture: Awaited<ReturnType<typeof temporaryStore>>;
+  let queue: SettlementsQueue;
+  before(async () => {
+    fixture = await temporaryStore();
+    queue = settlementsQueue(fixture.store);
+  });
+  after(async () => {
+    await queue.close();
+    await fixture.dispose();
+  });
+
+  test("signs a content-free receipt and stores {receipt, receipt_digest, stored_at}", async () => {
+    const job = settlement(1, { ua: "curl/8.5.0", rpc: "tools/call", tool: "verify_bundle" });
+    const stored = await submit(queue, job);
+    const receipt: SettlementReceipt = {
+      kind: "svc.payment-receipt",
+      version: 1,
+      issued_at: ISSUED_AT,
+      network: "eip155:8453",
+      asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      amount: "10000",
+      pay_to: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+      tx: job.tx,
+      path: "/verify",
+      rpc: "tools/call",
+      tool: "verify_bundle",
+      ua_family: "curl",
+      uah: userAgentHash("curl/8.5.0"),
+      issuer: SIGNER.did,
+      sig: { alg: "ed25519", key: SIGNER.did, value: stored.receipt.sig.value },
+    };
+    assert.deepEqual(stored, { tx: job.tx, digest: stored.digest, idempotent: false, receipt });
+    assert.ok(verifiesOffline(stored.receipt, stored.digest));
+    const bytes = await fixture.store.get("settlements", job.tx);
+    assert.equal(
+      Buffer.from(bytes ?? []).toString("utf8"),
+      JSON.stringify({ receipt, receipt_digest: stored.digest, stored_at: ISSUED_AT }),
+    );
+  });
+
+  test("the User-Agent: unknown → no members; sent none → `none` and no hash", async () => {
+    const unknown = await submit(queue, settlement(2));
+    assert.equal(unknown.receipt.ua_family, undefined);
+    assert.equal(unknown.receipt.uah, undefined);
+    assert.ok(!("rpc" in unknown.receipt) && !("tool" in unknown.receipt));
+    const none = await submit(queue, settlement(3, { ua: "" }));
+    assert.equal(none.receipt.ua_family, "none");
+    assert.equal(none.receipt.uah, undefined);
+    const nulls = await submit(queue, settlement(4, { ua: null, rpc: null, tool: null }));
+    assert.deepEqual(Object.keys(nulls.receipt), Object.keys(unknown.receipt));
+    for (const stored of [unknown, none, nulls]) {
+      assert.ok(verifiesOffline(stored.receipt, stored.digest));
+    }
+  });
+
+  test("a second job for the same tx answers the first receipt, idempotent, signing nothing", async () => {
+    const first = await submit(queue, settlement(5, { ua: "node" }));
+    const before = await fixture.store.get("settlements", first.tx);
+    // Different details, even: the first receipt stands.
+    const second = await submit(
+      queue,
+      settlement(5, { tx: txHash(5).toUpperCase().replace("0X", "0x"), ua: "curl/8", amount: "1" }),
+    );
+    assert.deepEqual(second, { ...first, idempotent: true });
+    assert.deepEqual(await fixture.store.get("settlements", first.tx), before);
+    assert.deepEqual(await fixture.store.list("settlements", first.tx), [first.tx]);
+  });
+
+  test("the signer is asked per job, so a rotated key signs the next receipts", async () => {
+    let current = SIGNER;
+    const rotating = settlementsQueue(fixture.store, () => current);
+    try {
+      const before = await submit(rotating, settlement(6));
+      current = OTHER_SIGNER;
+      const afterRotation = await submit(rotating, settlement(7));
+      assert.equal(before.receipt.issuer, SIGNER.did);
+      assert.equal(afterRotation.receipt.issuer, OTHER_SIGNER.did);
+      assert.equal(afterRotation.receipt.sig.key, OTHER_SIGNER.did);
+      assert.ok(verifiesOffline(afterRotation.receipt, afterRotation.digest));
+      // A receipt signed before the rotation is kept as it was.
+      assert.equal((await submit(rotating, settlement(6))).receipt.issuer, SIGNER.did);
+    } finally {
+      await rotating.close();
+    }
+  });
+
+  test("a payload that is not a settlement fails the job and stores nothing", async () => {
+    const withoutPayTo = ({ payTo: _, ...rest }: Settlement) => rest;
+    const bad: [string, unknown, RegExp][] = [
+      ["short tx", { ...settlement(8), tx: "0x1234" }, /body\/tx must match pattern/],
+      ["zero amount", { ...settlement(8), amount: "0" }, /body\/amount must match pattern/],
+      ["numeric amount", { ...settlement(8), amount: 10000 }, /body\/amount must be string/],
+      ["query in path", { ...settlement(8), path: "/verify?x=1" }, /body\/path must match/],
+      ["long network", { ...settlement(8), network: "n".repeat(65) }, /body\/network must match/],
+      ["unknown member", { ...settlement(8), received_at: "now" }, /unexpected member/],
+      ["missing payTo", withoutPayTo(settlement(8)), /must have required property 'payTo'/],
+      ["huge ua", { ...settlement(8), ua: "a".repeat(16_385) }, /body\/ua must NOT have more/],
+    ];
+    for (const [name, payload, message] of bad) {
+      await assert.rejects(
+        queue.submit(settlementJobId(txHash(8)), payload as Settlement, { waitMs: 60_000 }),
+        (error: unknown) =>
+          error instanceof JobFailedError &&
+          error.cause instanceof Error &&
+          error.cause.name === "InvalidSettlementError" &&
+          message.test(error.message),
+        name,
+      );
+    }
+    assert.equal(await fixture.store.get("settlements", txHash(8)), null);
+  });
+
+  test("1,000 jobs for 500 transactions, each twice at once on two queues, store 500 receipts", async () => {
+    const second = settlementsQueue(fixture.store);
+    const count = 500;
+    const first = 1000;
+    try {
+      const submissions = Array.from({ length: count }, (_, i) => {
+        const n = first + i;
+        // Two producers, two queues (two workers): only the store can keep it to one receipt.
+        return Promise.all([
+          submit(queue, settlement(n, { ua: "curl/8.5.0" })),
+          submit(second, settlement(n, { ua: "python-requests/2.31" })),
+        ]);
+      });
+      const answers = await Promise.all(submissions);
+      const ids = new Set<string>();
+      for (const [a, b] of answers) {
+        assert.equal(a.tx, b.tx);
+        assert.equal(a.digest, b.digest);
+        assert.deepEqual(a.receipt, b.receipt);
+        assert.equal(Number(a.idempotent) + Number(b.idempotent), 1, a.tx);
+        ids.add(a.tx);
+      }
+      assert.equal(ids.size, count);
+      const stored = (await fixture.store.list("settlements")).filter((id) => ids.has(id));
+      assert.equal(stored.length, count);
+      for (const [a] of answers) {
+        const document = JSON.parse(
+          Buffer.from((await fixture.store.get("settlements", a.tx)) ?? []).toString("utf8"),
+        ) as { receipt_digest: string };
+        assert.equal(document.receipt_digest, a.digest);
+      }
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe("recordSettlement (the x402 path)", () => {
+  let fixture: Awaited<ReturnType<typeof temporaryStore>>;
+  let queue: SettlementsQueue;
+  const logged: { details: object; message: string }[] = [];
+  const log = { error: (details: object, message: string) => logged.push({ details, message }) };
+  const paid = (n: number, ua: string | null) => ({
+    tx: txHash(n),
+    network: "eip155:8453",
+    asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+    amount: "10000",
+    payTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+    path: "/anchors/:digest",
+    ua,
+  });
+  before(async () => {
+    fixture = await temporaryStore();
+    queue = settlementsQueue(fixture.store);
+  });
+  after(async () => {
+    await queue.close();
+    await fixture.dispose();
+  });
+
+  test("returns at once; the job stores the receipt in the background", async () => {
+    const { done } = recordSettlement(queue, paid(20, "node"), log);
+    const stored = await done;
+    assert.ok(stored);
+    assert.equal(stored.receipt.ua_family, "node");
+    assert.equal(stored.receipt.path, "/anchors/:digest");
+    assert.ok(verifiesOffline(stored.receipt, stored.digest));
+    assert.notEqual(await fixture.store.get("settlements", txHash(20)), null);
+    assert.deepEqual(logged, []);
+  });
+
+  test("a request without a User-Agent is family `none`, without a hash", async () => {
+    const stored = await recordSettlement(queue, paid(21, null), log).done;
+    assert.equal(stored?.receipt.ua_family, "none");
+    assert.equal(stored?.receipt.uah, undefined);
+  });
+
+  test("a malformed settlement or a closed queue is logged, never thrown", async () => {
+    const malformed = recordSettlement(queue, { ...paid(22, null), amount: "-1" }, log);
+    assert.equal(await malformed.done, null);
+    assert.equal(logged.length, 1);
+    assert.equal(logged[0]?.message, "settlement receipt not recorded");
+    const closed = settlementsQueue(fixture.store);
+    await closed.close();
+    assert.equal(await recordSettlement(closed, paid(23, null), log).done, null);
+    assert.equal(logged.length, 2);
+    const [, second] = logged;
+    assert.ok(second && (second.details as { err: unknown }).err instanceof QueueClosedError);
+    assert.equal(await fixture.store.get("settlements", txHash(22)), null);
+    assert.equal(await fixture.store.get("settlements", txHash(23)), null);
+  });
+});
