@@ -1,0 +1,314 @@
+/**
+ * The memory crystal envelope (service.md §6, spec `svc-crystal/1.0`): client-side encrypted
+ * state plus the public facts the host needs to file it. The host never sees plaintext or
+ * keys; it checks that every member is well formed, that `crystal_id` and `size_bytes` say
+ * what the ciphertext bytes are, and keeps the envelope in one canonical form.
+ *
+ * Pure and synchronous: the service runs it on a CPU-pool thread (src/service/crystals-request.ts),
+ * the client helper (client.ts) shares its constants and encodings.
+ */
+import { createHash } from "node:crypto";
+import { CanonicalizationError, canonicalBytes } from "../verifier/json/canonical.js";
+import { isInteger, isObject, type JsonObject, type JsonValue } from "../verifier/json/value.js";
+
+export const CRYSTAL_SPEC = "svc-crystal/1.0";
+export const CRYSTAL_CIPHERS = ["chacha20-poly1305", "aes-256-gcm"] as const;
+export type CrystalCipher = (typeof CRYSTAL_CIPHERS)[number];
+/** What an envelope without `cipher` was sealed with (service.md §6). */
+export const DEFAULT_CRYSTAL_CIPHER: CrystalCipher = "chacha20-poly1305";
+
+export const CRYSTAL_KEY_BYTES = 32;
+export const CRYSTAL_NONCE_BYTES = 12;
+/** The AEAD tag both ciphers append: the shortest ciphertext is an empty plaintext's tag. */
+export const CRYSTAL_TAG_BYTES = 16;
+/** `metadata_public` is at most this many bytes in its canonical (JCS) form. */
+export const MAX_METADATA_PUBLIC_BYTES = 4096;
+/** The AAD's parent part for a crystal without a parent. */
+export const GENESIS = "genesis";
+
+/** Members in the order service.md §6 lists them; nothing else is allowed. */
+export const ENVELOPE_MEMBERS = [
+  "spec",
+  "crystal_id",
+  "parent_crystal_id",
+  "tenant_hash",
+  "cipher",
+  "nonce",
+  "ciphertext",
+  "size_bytes",
+  "created_at",
+  "metadata_public",
+] as const;
+
+/** Members that may be left out, and what leaving them out means. */
+const OPTIONAL_MEMBERS: ReadonlySet<string> = new Set(["cipher", "metadata_public"]);
+
+/** Lower-case only: one spelling per id, since ids are compared and filed as strings. */
+export const SHA256_ID_PATTERN = "^sha256:[0-9a-f]{64}$";
+const SHA256_ID = new RegExp(SHA256_ID_PATTERN);
+/** RFC 4648 §5 alphabet, unpadded. */
+export const BASE64URL_PATTERN = "^[A-Za-z0-9_-]*$";
+const BASE64URL = new RegExp(BASE64URL_PATTERN);
+/**
+ * RFC 3339 `date-time`: `T`/`Z` in either case (RFC 3339 §5.6), a fraction of 1–9 digits,
+ * `Z` or a numeric offset. Calendar and clock ranges are checked after matching.
+ */
+export const RFC3339_PATTERN =
+  "^(\\d{4})-(\\d{2})-(\\d{2})[Tt](\\d{2}):(\\d{2}):(\\d{2})(?:\\.(\\d{1,9}))?(?:[Zz]|([+-])(\\d{2}):(\\d{2}))$";
+const RFC3339 = new RegExp(RFC3339_PATTERN);
+
+export function isSha256Id(value: unknown): value is string {
+  return typeof value === "string" && SHA256_ID.test(value);
+}
+
+export function isCrystalCipher(value: unknown): value is CrystalCipher {
+  return typeof value === "string" && (CRYSTAL_CIPHERS as readonly string[]).includes(value);
+}
+
+/** `sha256:` + hex SHA-256 of the ciphertext bytes. */
+export function crystalIdOf(ciphertext: Uint8Array): string {
+  return `sha256:${createHash("sha256").update(ciphertext).digest("hex")}`;
+}
+
+/** The AEAD's associated data: `<cipher>|<tenant_hash>|<parent or 'genesis'>|<created_at>`. */
+export function crystalAad(
+  cipher: string,
+  tenantHash: string,
+  parentCrystalId: string | null,
+  createdAt: string,
+): Buffer {
+  return Buffer.from(`${cipher}|${tenantHash}|${parentCrystalId ?? GENESIS}|${createdAt}`, "utf8");
+}
+
+/**
+ * Strict unpadded base64url: the alphabet only (no `=`, no whitespace), a length a byte string
+ * can have, and zero unused bits, so every byte string has exactly one spelling. Null when
+ * `text` is anything else.
+ */
+export function decodeBase64url(text: string): Buffer | null {
+  if (text.length % 4 === 1 || !BASE64URL.test(text)) return null;
+  const bytes = Buffer.from(text, "base64url");
+  return bytes.toString("base64url") === text ? bytes : null;
+}
+
+/** An instant as whole seconds since the epoch plus nanoseconds, for ordering. */
+export interface Instant {
+  seconds: number;
+  nanos: number;
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/**
+ * The instant an RFC 3339 timestamp names, or null when it is not one (a real calendar date,
+ * hours 0–23, minutes and seconds 0–59: leap seconds are refused; offsets up to ±23:59).
+ */
+export function rfc3339Instant(text: string): Instant | null {
+  const match = RFC3339.exec(text);
+  if (match === null) return null;
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const fraction = match[7] ?? "";
+  const sign = match[8] === "-" ? -1 : 1;
+  const offsetHours = Number(match[9] ?? 0);
+  const offsetMinutes = Number(match[10] ?? 0);
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
+  if (hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) {
+    return null;
+  }
+  // setUTCFullYear, unlike Date.UTC, does not read years 0–99 as 1900–1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, 0);
+  const offsetSeconds = sign * (offsetHours * 3600 + offsetMinutes * 60);
+  return {
+    seconds: date.getTime() / 1000 - offsetSeconds,
+    nanos: Number(fraction.padEnd(9, "0")),
+  };
+}
+
+/** A refused envelope: a 400 with a stable code, or 413 for a ciphertext over the limit. */
+export interface CrystalRefusal {
+  statusCode: 400 | 413;
+  error: string;
+  detail: string;
+  limit?: number;
+}
+
+/** An envelope that passed every rule, with its defaults filled in. */
+export interface ValidCrystal {
+  crystalId: string;
+  parentCrystalId: string | null;
+  tenantHash: string;
+  cipher: CrystalCipher;
+  sizeBytes: number;
+  createdAt: string;
+  metadataPublic: JsonObject;
+  /** The envelope as stored and served: JCS (RFC 8785) of every member, defaults included. */
+  canonical: Buffer;
+}
+
+export interface EnvelopeLimits {
+  /** Decoded ciphertext bytes allowed (service.md §12: 2 MiB). */
+  maxCiphertextBytes: number;
+}
+
+const refuse = (error: string, detail: string): CrystalRefusal => ({
+  statusCode: 400,
+  error,
+  detail,
+});
+
+const SHA256_ID_FORM = "sha256: and 64 lower-case hex digits";
+
+/**
+ * Checks an envelope against every rule of service.md §6, in a fixed order: the body's shape
+ * (an object, no unknown member, no missing member), then each member in the order the
+ * contract lists them, then what the ciphertext bytes must agree with (`size_bytes`,
+ * `crystal_id`). The first broken rule is the answer.
+ */
+export function validateEnvelope(
+  body: JsonValue,
+  limits: EnvelopeLimits,
+): ValidCrystal | CrystalRefusal {
+  if (!isObject(body)) return refuse("bad_envelope", "body must be a crystal envelope object");
+  for (const name of body.keys()) {
+    if (!(ENVELOPE_MEMBERS as readonly string[]).includes(name)) {
+      return refuse("unknown_member", `'${name}' is not a member of a ${CRYSTAL_SPEC} envelope`);
+    }
+  }
+  for (const name of ENVELOPE_MEMBERS) {
+    if (!body.has(name) && !OPTIONAL_MEMBERS.has(name)) {
+      return refuse("missing_member", `'${name}' is required`);
+    }
+  }
+  const spec = body.get("spec");
+  if (spec !== CRYSTAL_SPEC) {
+    return refuse("unsupported_spec", `spec must be '${CRYSTAL_SPEC}'`);
+  }
+  const crystalId = body.get("crystal_id");
+  if (!isSha256Id(crystalId)) {
+    return refuse("invalid_crystal_id", `crystal_id must be ${SHA256_ID_FORM}`);
+  }
+  const parent = body.get("parent_crystal_id");
+  if (parent !== null && !isSha256Id(parent)) {
+    return refuse(
+      "invalid_parent_crystal_id",
+      `parent_crystal_id must be null or ${SHA256_ID_FORM}`,
+    );
+  }
+  if (parent === crystalId) {
+    return refuse("invalid_parent_crystal_id", "a crystal cannot be its own parent");
+  }
+  const tenantHash = body.get("tenant_hash");
+  if (!isSha256Id(tenantHash)) {
+    return refuse("invalid_tenant_hash", `tenant_hash must be ${SHA256_ID_FORM}`);
+  }
+  const cipher = body.has("cipher") ? body.get("cipher") : DEFAULT_CRYSTAL_CIPHER;
+  if (!isCrystalCipher(cipher)) {
+    return refuse("unsupported_cipher", `cipher must be one of ${CRYSTAL_CIPHERS.join(", ")}`);
+  }
+  const nonceText = body.get("nonce");
+  const nonce = typeof nonceText === "string" ? decodeBase64url(nonceText) : null;
+  if (nonce === null || nonce.length !== CRYSTAL_NONCE_BYTES) {
+    return refuse(
+      "invalid_nonce",
+      `nonce must be unpadded base64url of exactly ${CRYSTAL_NONCE_BYTES} bytes`,
+    );
+  }
+  const ciphertextText = body.get("ciphertext");
+  const ciphertext = typeof ciphertextText === "string" ? decodeBase64url(ciphertextText) : null;
+  if (ciphertext === null) {
+    return refuse("invalid_ciphertext", "ciphertext must be unpadded base64url");
+  }
+  if (ciphertext.length > limits.maxCiphertextBytes) {
+    return {
+      statusCode: 413,
+      error: "ciphertext_too_large",
+      detail: `the decoded ciphertext is ${ciphertext.length} bytes`,
+      limit: limits.maxCiphertextBytes,
+    };
+  }
+  if (ciphertext.length < CRYSTAL_TAG_BYTES) {
+    return refuse(
+      "invalid_ciphertext",
+      `ciphertext must hold at least the ${CRYSTAL_TAG_BYTES}-byte authentication tag`,
+    );
+  }
+  const sizeBytes = body.get("size_bytes");
+  if (!isInteger(sizeBytes) || typeof sizeBytes === "bigint" || sizeBytes < 0) {
+    return refuse("invalid_size_bytes", "size_bytes must be a non-negative integer");
+  }
+  if (sizeBytes !== ciphertext.length) {
+    return refuse(
+      "size_mismatch",
+      `size_bytes is ${sizeBytes} but the ciphertext is ${ciphertext.length} bytes`,
+    );
+  }
+  const actualId = crystalIdOf(ciphertext);
+  if (crystalId !== actualId) {
+    return refuse("crystal_id_mismatch", `the ciphertext's crystal_id is ${actualId}`);
+  }
+  const createdAt = body.get("created_at");
+  if (typeof createdAt !== "string" || rfc3339Instant(createdAt) === null) {
+    return refuse("invalid_created_at", "created_at must be an RFC 3339 date-time");
+  }
+  const metadata = body.has("metadata_public") ? body.get("metadata_public") : new Map();
+  if (!isObject(metadata)) {
+    return refuse("invalid_metadata_public", "metadata_public must be an object");
+  }
+  let metadataBytes: Buffer;
+  try {
+    metadataBytes = canonicalBytes(metadata);
+  } catch (error) {
+    if (!(error instanceof CanonicalizationError)) throw error;
+    return refuse(
+      "invalid_metadata_public",
+      "metadata_public must have a canonical form: no floats, no lone surrogates",
+    );
+  }
+  if (metadataBytes.length > MAX_METADATA_PUBLIC_BYTES) {
+    return {
+      ...refuse(
+        "metadata_too_large",
+        `metadata_public is ${metadataBytes.length} bytes in canonical form`,
+      ),
+      limit: MAX_METADATA_PUBLIC_BYTES,
+    };
+  }
+  const envelope: JsonObject = new Map<string, JsonValue>([
+    ["spec", CRYSTAL_SPEC],
+    ["crystal_id", crystalId],
+    ["parent_crystal_id", parent],
+    ["tenant_hash", tenantHash],
+    ["cipher", cipher],
+    ["nonce", nonceText as string],
+    ["ciphertext", ciphertextText as string],
+    ["size_bytes", sizeBytes],
+    ["created_at", createdAt],
+    ["metadata_public", metadata],
+  ]);
+  return {
+    crystalId,
+    parentCrystalId: parent,
+    tenantHash,
+    cipher,
+    sizeBytes,
+    createdAt,
+    metadataPublic: metadata,
+    canonical: canonicalBytes(envelope),
+  };
+}
+
+export function isCrystalRefusal(value: ValidCrystal | CrystalRefusal): value is CrystalRefusal {
+  return "error" in value;
+}

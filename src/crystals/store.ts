@@ -1,0 +1,126 @@
+/**
+ * Where crystals live (service.md §6), over the shared `DocumentStore`:
+ *
+ * - `tenants/<tenant_hash>`: `{"tenant_hash","owner"}`, created once, atomically, by the first
+ *   principal that writes to the tenant. It is never replaced, so ownership cannot move.
+ * - `crystals/<tenant_hash>/<crystal_id>`: the canonical envelope, byte for byte as served.
+ * - `crystals/lineage/<tenant_hash>/<crystal_id>`: the crystal's public summary (lineage.ts),
+ *   so a lineage is listed by prefix and built without reading a ciphertext.
+ *
+ * Crystal ids are scoped by tenant: two tenants may hold the same ciphertext, and one tenant's
+ * writes can never learn anything about another's crystals. Ids are at most 159 bytes once
+ * percent-encoded, well under the store's 250.
+ */
+import type { Principal } from "../access/principal.js";
+import type { DocumentStore } from "../storage/document-store.js";
+import { dumpCompact } from "../verifier/json/dump.js";
+
+/** What a worker hands back for a valid `POST /crystals` body. */
+export interface PreparedCrystal {
+  crystalId: string;
+  parentCrystalId: string | null;
+  tenantHash: string;
+  sizeBytes: number;
+  /** The canonical envelope to store. */
+  envelope: Uint8Array;
+  /** Its lineage summary. */
+  summary: Uint8Array;
+}
+
+export type StoreOutcome =
+  /** A new crystal: 201. */
+  | "created"
+  /** The same envelope was already stored: 200. */
+  | "unchanged"
+  /** Another principal owns the tenant: 403. */
+  | "tenant_forbidden"
+  /** `parent_crystal_id` names no crystal of this tenant: 422. */
+  | "parent_not_found"
+  /** The id is stored with a different envelope: 409. */
+  | "crystal_conflict";
+
+const LINEAGE_PREFIX = "lineage/";
+/** Summaries read at once while building a lineage, so a large tenant cannot exhaust file handles. */
+const READ_BATCH = 64;
+
+export function crystalDocumentId(tenantHash: string, crystalId: string): string {
+  return `${tenantHash}/${crystalId}`;
+}
+
+function lineagePrefix(tenantHash: string): string {
+  return `${LINEAGE_PREFIX}${tenantHash}/`;
+}
+
+/** The tenant record `principal` would write: equal bytes mean the same owner. */
+function tenantRecord(tenantHash: string, principal: Principal): Buffer {
+  return Buffer.from(dumpCompact({ tenant_hash: tenantHash, owner: principal }), "utf8");
+}
+
+function sameBytes(left: Uint8Array, right: Uint8Array): boolean {
+  return Buffer.from(left.buffer, left.byteOffset, left.byteLength).equals(right);
+}
+
+/**
+ * Stores a validated crystal for `principal`. The order is what keeps tenants opaque to
+ * outsiders: ownership is decided before anything about the tenant's crystals is looked at,
+ * so a principal that does not own a tenant learns only `tenant_forbidden`. A tenant is
+ * claimed only by a write that is otherwise acceptable (a first write naming a parent claims
+ * nothing, since a new tenant has no parent to name).
+ *
+ * The envelope is written first and is the commit point; the summary follows. A crash in
+ * between leaves a crystal that lineage does not list yet, and re-posting it (200) writes the
+ * missing summary.
+ */
+export async function storeCrystal(
+  store: DocumentStore,
+  principal: Principal,
+  crystal: PreparedCrystal,
+): Promise<StoreOutcome> {
+  const { tenantHash, crystalId, parentCrystalId } = crystal;
+  const record = tenantRecord(tenantHash, principal);
+  const owner = await store.get("tenants", tenantHash);
+  if (owner !== null && !sameBytes(owner, record)) return "tenant_forbidden";
+  if (
+    parentCrystalId !== null &&
+    (await store.get("crystals", crystalDocumentId(tenantHash, parentCrystalId))) === null
+  ) {
+    return "parent_not_found";
+  }
+  if (owner === null) {
+    // Two principals may race for a new tenant: the atomic create picks one.
+    const claim = await store.create("tenants", tenantHash, record);
+    if (!claim.created && !sameBytes(claim.stored, record)) return "tenant_forbidden";
+  }
+  const written = await store.create(
+    "crystals",
+    crystalDocumentId(tenantHash, crystalId),
+    crystal.envelope,
+  );
+  if (!written.created && !sameBytes(written.stored, crystal.envelope)) return "crystal_conflict";
+  await store.create("crystals", `${lineagePrefix(tenantHash)}${crystalId}`, crystal.summary);
+  return written.created ? "created" : "unchanged";
+}
+
+/** The canonical envelope of `crystalId` in `tenantHash`, or null when the tenant has none. */
+export function readCrystal(
+  store: DocumentStore,
+  tenantHash: string,
+  crystalId: string,
+): Promise<Uint8Array | null> {
+  return store.get("crystals", crystalDocumentId(tenantHash, crystalId));
+}
+
+/** The summary documents of every crystal of `tenantHash` (none for an unknown tenant). */
+export async function readLineageSummaries(
+  store: DocumentStore,
+  tenantHash: string,
+): Promise<Uint8Array[]> {
+  const ids = await store.list("crystals", lineagePrefix(tenantHash));
+  const summaries: Uint8Array[] = [];
+  for (let start = 0; start < ids.length; start += READ_BATCH) {
+    const batch = ids.slice(start, start + READ_BATCH);
+    const read = await Promise.all(batch.map((id) => store.get("crystals", id)));
+    for (const bytes of read) if (bytes !== null) summaries.push(bytes);
+  }
+  return summaries;
+}
