@@ -51,6 +51,12 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       "receiptd keys create --name N [--cap C] [--plan P] [--json] | keys list [--json] | keys revoke <key or name>",
     run: async (argv) => (await import("./keys.js")).main(argv),
   },
+  crystals: {
+    summary: "seal plaintext into a memory crystal envelope, open one, make keys and tenant hashes",
+    usage:
+      "receiptd crystals keygen --out K | tenant --secret-file F | seal --key-file K --tenant T [--parent P] [--cipher C] [--metadata JSON] [--created-at T] < in | open --key-file K < envelope",
+    run: async (argv) => (await import("./crystals.js")).main(argv),
+  },
   billing: {
     summary: "print the monthly per-key statement metered from the audit files",
     usage: "receiptd billing --month YYYY-MM [--audit DIR] [--json]",

@@ -10,13 +10,23 @@ import {
   anchorsProcessor,
 } from "../../queues/anchors.js";
 import { InProcessQueue } from "../../queues/in-process-queue.js";
+import {
+  recordSettlement,
+  SETTLEMENTS_QUEUE,
+  SETTLEMENTS_QUEUE_OPTIONS,
+  type SettlementsQueue,
+  settlementsProcessor,
+} from "../../queues/settlements.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
 import { loadCorpusSummary } from "../conformance/corpus.js";
+import { loadOrCreateValidatorKey } from "../erc8004/validator-key.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { openDocumentStore } from "../storage/open.js";
+import { createAccessServices } from "./access-services.js";
 import type { ServiceConfig } from "./config.js";
 import { CpuPool } from "./cpu-pool.js";
+import { loadOrCreateInternalToken } from "./internal-token.js";
 import { registerAccessControl } from "./plugins/access.js";
 import { handleFrameworkError, registerErrorHandling } from "./plugins/errors.js";
 import { loggingOptions } from "./plugins/logging.js";
@@ -25,10 +35,14 @@ import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id
 import { registerSchemaValidation } from "./plugins/schemas.js";
 import { anchorRoutes } from "./routes/anchors.js";
 import { conformanceRoutes } from "./routes/conformance.js";
+import { crystalRoutes } from "./routes/crystals.js";
+import { erc8004Routes } from "./routes/erc8004.js";
 import { healthRoutes } from "./routes/health.js";
 import { infoRoutes } from "./routes/info.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { openApiCollector, openApiRoutes } from "./routes/openapi.js";
+import { paymentReceiptRoutes } from "./routes/payment-receipts.js";
+import { receiptRoutes } from "./routes/receipts.js";
 import { revocationRoutes } from "./routes/revocations.js";
 import { verifyRoutes } from "./routes/verify.js";
 import { verifyAnchorRoutes } from "./routes/verify-anchor.js";
@@ -41,12 +55,16 @@ declare module "fastify" {
     serviceConfig: ServiceConfig;
     /** The service's Ed25519 key (signs receipts and reports, named at `/info`); follows rotation. */
     serviceIdentity: ServiceIdentity;
+    /** EIP-55 address of the secp256k1 validator key (signs ERC-8004 attestations). */
+    validatorAddress: `0x${string}`;
     /** All CPU-bound work runs here; closed when the app closes. */
     cpuPool: CpuPool;
     /** Durable documents (anchors, revocation documents, …); files in `DATA_DIR` when embedded. */
     documentStore: DocumentStore;
     /** Stores hosted anchor proofs (`POST /anchors`); in-process when embedded. */
     anchorsQueue: AnchorsQueue;
+    /** Signs and stores settlement receipts (`POST /payment-receipts`, x402); in-process. */
+    settlementsQueue: SettlementsQueue;
     /** The opt-in digest cache of `POST /verify?cache=1`. */
     digestCache: DigestCache;
     /** Milliseconds since the epoch; injectable so tests can move time (cache expiry). */
@@ -70,6 +88,8 @@ export async function buildApp(
   const clock = options.clock ?? Date.now;
   await loadOrCreateServiceKey(config.dataDir);
   const identity = ServiceIdentity.open(config.dataDir);
+  const internalToken = await loadOrCreateInternalToken(config.internalTokenFile);
+  const validator = await loadOrCreateValidatorKey(config.dataDir);
   const app = Fastify({
     ...loggingOptions(config),
     bodyLimit: config.limits.maxBodyBytes,
@@ -92,6 +112,7 @@ export async function buildApp(
   });
   app.decorate("serviceConfig", config);
   app.decorate("serviceIdentity", identity);
+  app.decorate("validatorAddress", validator.address);
   app.decorate("cpuPool", pool);
   const documentStore = await openDocumentStore(config);
   app.decorate("documentStore", documentStore);
@@ -101,6 +122,12 @@ export async function buildApp(
     ANCHORS_QUEUE_OPTIONS,
   );
   app.decorate("anchorsQueue", anchorsQueue);
+  const settlementsQueue = new InProcessQueue(
+    SETTLEMENTS_QUEUE,
+    settlementsProcessor(documentStore, () => identity.signer(), clock),
+    SETTLEMENTS_QUEUE_OPTIONS,
+  );
+  app.decorate("settlementsQueue", settlementsQueue);
   const digestCache = new MemoryDigestCache(
     {
       ttlSeconds: config.limits.digestCacheTtlSeconds,
@@ -110,10 +137,18 @@ export async function buildApp(
   );
   app.decorate("digestCache", digestCache);
   app.decorate("clock", clock);
+  const access = createAccessServices(config, {
+    documentStore,
+    identity,
+    clock,
+    onSettled: (payment) => void recordSettlement(settlementsQueue, payment, app.log),
+  });
   // onClose runs once in-flight requests have been answered, so no task is cut short.
   app.addHook("onClose", async () => {
     await pool.close();
     await anchorsQueue.close();
+    await settlementsQueue.close();
+    await access.close();
     await documentStore.close();
     await digestCache.close();
   });
@@ -121,7 +156,7 @@ export async function buildApp(
   registerRequestIdHeader(app);
   registerErrorHandling(app);
   registerRawBodyParser(app);
-  registerAccessControl(app);
+  registerAccessControl(app, access);
   registerSchemaValidation(app);
 
   await app.register(openApiCollector);
@@ -136,5 +171,9 @@ export async function buildApp(
   app.register(anchorRoutes);
   app.register(verifyReceiptRoutes);
   app.register(conformanceRoutes);
+  app.register(paymentReceiptRoutes, { internalToken });
+  app.register(receiptRoutes);
+  app.register(erc8004Routes);
+  app.register(crystalRoutes);
   return app;
 }

@@ -55,6 +55,11 @@ export interface PaymentsConfig {
   /** Payment settings from the environment, or null when payments are off. */
   settings: PaymentSettings | null;
   facilitatorUrl: string | null;
+  /**
+   * The service's public origin (`PUBLIC_BASE_URL`), which names resources in x402
+   * challenges; by default `http://HOST:PORT`. Never taken from a request's Host header.
+   */
+  publicBaseUrl: string;
 }
 
 export interface ServiceConfig {
@@ -156,13 +161,17 @@ function cpuPoolFrom(env: Env): CpuPoolConfig {
  * Prices are configuration (service.md §9): `X402_PRICE_CALL_USD` (default 0.01),
  * `X402_PRICE_LEASE_USD` (0.01, a 5-minute lease) and `X402_PRICE_DAY_USD` (0.50, a day pass).
  */
-function paymentsFrom(env: Env, limits: ServiceLimits): PaymentsConfig {
+function paymentsFrom(env: Env, limits: ServiceLimits, origin: string): PaymentsConfig {
   const facilitatorUrl = env.FACILITATOR_URL || null;
   if (facilitatorUrl !== null && !URL.canParse(facilitatorUrl)) {
     throw new ConfigError(`FACILITATOR_URL must be a URL, got '${facilitatorUrl}'`);
   }
+  const publicBaseUrl = env.PUBLIC_BASE_URL || origin;
+  if (!URL.canParse(publicBaseUrl)) {
+    throw new ConfigError(`PUBLIC_BASE_URL must be a URL, got '${publicBaseUrl}'`);
+  }
   const payTo = env.X402_PAY_TO;
-  if (!payTo) return { settings: null, facilitatorUrl };
+  if (!payTo) return { settings: null, facilitatorUrl, publicBaseUrl };
   try {
     const settings = paymentSettings({
       payTo,
@@ -176,7 +185,7 @@ function paymentsFrom(env: Env, limits: ServiceLimits): PaymentsConfig {
       leaseSeconds: limits.leaseSeconds,
       dayPassSeconds: limits.dayPassSeconds,
     });
-    return { settings, facilitatorUrl };
+    return { settings, facilitatorUrl, publicBaseUrl };
   } catch (error) {
     if (error instanceof PaymentConfigError) throw new ConfigError(error.message);
     throw error;
@@ -193,15 +202,18 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
   const corpusDir = env.CORPUS_DIR;
   const mergedLimits = { ...limitsFrom(env), ...limits };
   const dataDir = overrides.dataDir ?? resolve(env.DATA_DIR || "./data");
+  const host = env.HOST || "127.0.0.1";
+  const port = integerFrom(env, "PORT", 8080, 0, 65_535);
+  const origin = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   return {
-    host: env.HOST || "127.0.0.1",
-    port: integerFrom(env, "PORT", 8080, 0, 65_535),
+    host,
+    port,
     dataDir,
     logLevel: logLevelFrom(env),
     corpusDir: corpusDir ? resolve(corpusDir) : null,
     auditDir: auditDirFrom(env, dataDir),
     internalTokenFile: resolve(env.INTERNAL_TOKEN_FILE || join(dataDir, "internal.token")),
-    payments: paymentsFrom(env, mergedLimits),
+    payments: paymentsFrom(env, mergedLimits, origin),
     ...rest,
     limits: mergedLimits,
     cpuPool: { ...cpuPoolFrom(env), ...cpuPool },

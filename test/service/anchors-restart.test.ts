@@ -11,6 +11,8 @@ import { readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { KeyStore } from "../../src/access/api-keys.js";
+import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
 import { pendingProof, sha256 } from "../support/ots.js";
 import { temporaryDataDir } from "./support/service.js";
 
@@ -90,13 +92,19 @@ describe("anchors survive a crash", () => {
       };
     });
 
+    // Posting anchors is keyed: a key made the way `receiptd keys create` makes it.
+    const store = new FsDocumentStore(dataDir);
+    const { key } = await new KeyStore(store, { defaultDailyCap: 1000 }).create({ name: "ci" });
+    await store.close();
+    const headers = { "content-type": "application/json", "x-svc-key": key };
+
     const first = await startServer(dataDir);
     const exited = once(first.child, "exit");
     let acknowledgements = 0;
     const requests = posts.map(async (post) => {
       const response = await fetch(`${first.base}/anchors`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers,
         body: JSON.stringify({ digest: post.digest, proof: post.proof, note: post.note }),
       });
       const body = await response.json();
@@ -106,6 +114,12 @@ describe("anchors survive a crash", () => {
       if (acknowledgements === ACKS_BEFORE_KILL) first.child.kill("SIGKILL");
     });
     const settled = await Promise.allSettled(requests);
+    if (acknowledgements < ACKS_BEFORE_KILL) {
+      // Refused posts (a rejected assertion above) never trigger the kill: fail, not hang.
+      first.child.kill("SIGKILL");
+      const refused = settled.find((outcome) => outcome.status === "rejected");
+      assert.fail(`only ${acknowledgements} posts acknowledged: ${String(refused?.reason)}`);
+    }
     const [, signal] = await exited;
     assert.equal(signal, "SIGKILL");
     // Posts cut off by the kill fail at the connection, never with an HTTP error.
@@ -160,7 +174,7 @@ describe("anchors survive a crash", () => {
       const retried = posts.find((post) => post.acknowledged === undefined)!;
       const response = await fetch(`${second.base}/anchors`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers,
         body: JSON.stringify({ digest: retried.digest, proof: retried.proof, note: retried.note }),
       });
       assert.equal(response.status, 200);

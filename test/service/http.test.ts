@@ -24,9 +24,14 @@ interface RawResponse {
  * (possibly more than is sent), without it the body is chunked. The server may close the
  * connection while the body is still being written; what counts is the response it sent.
  */
-function rawPost(url: URL, body: Buffer, declaredLength?: number): Promise<RawResponse> {
+function rawPost(
+  url: URL,
+  body: Buffer,
+  key: Record<string, string>,
+  declaredLength?: number,
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string | number> = { "content-type": "application/json" };
+    const headers: Record<string, string | number> = { "content-type": "application/json", ...key };
     if (declaredLength !== undefined) headers["content-length"] = declaredLength;
     const outgoing = request(url, { method: "POST", headers }, (response) => {
       const chunks: Buffer[] = [];
@@ -71,7 +76,11 @@ describe("HTTP over a socket", () => {
   after(() => service.close());
 
   test("a corpus bundle through fetch", async () => {
-    const response = await fetch(verifyUrl, { method: "POST", body: BUNDLE });
+    const response = await fetch(verifyUrl, {
+      method: "POST",
+      body: BUNDLE,
+      headers: service.authHeaders,
+    });
     assert.equal(response.status, 200);
     assert.equal(response.headers.get("content-type"), "application/json; charset=utf-8");
     assert.ok(response.headers.get("x-request-id"));
@@ -81,13 +90,17 @@ describe("HTTP over a socket", () => {
   });
 
   test("exactly 1 MiB is accepted", async () => {
-    const response = await fetch(verifyUrl, { method: "POST", body: paddedBundle(MIB) });
+    const response = await fetch(verifyUrl, {
+      method: "POST",
+      body: paddedBundle(MIB),
+      headers: service.authHeaders,
+    });
     assert.equal(response.status, 200);
     assert.equal(((await response.json()) as { verdict: string }).verdict, "TRUSTED");
   });
 
   test("1 MiB + 1 byte with Content-Length → 413", async () => {
-    const response = await rawPost(verifyUrl, paddedBundle(MIB + 1), MIB + 1);
+    const response = await rawPost(verifyUrl, paddedBundle(MIB + 1), service.authHeaders, MIB + 1);
     assert.equal(response.status, 413);
     assert.equal(response.headers["content-type"], "application/json; charset=utf-8");
     assert.ok(response.headers["x-request-id"]);
@@ -95,14 +108,14 @@ describe("HTTP over a socket", () => {
   });
 
   test("1 MiB + 1 byte chunked → 413", async () => {
-    const response = await rawPost(verifyUrl, paddedBundle(MIB + 1));
+    const response = await rawPost(verifyUrl, paddedBundle(MIB + 1), service.authHeaders);
     assert.equal(response.status, 413);
     assert.deepEqual(JSON.parse(response.body), TOO_LARGE);
   });
 
   test("an oversized Content-Length is refused before any of the body is read", async () => {
     // Only 2 bytes of the declared 64 MiB are ever sent: the answer cannot have waited for them.
-    const response = await rawPost(verifyUrl, Buffer.from("{}"), 64 * MIB);
+    const response = await rawPost(verifyUrl, Buffer.from("{}"), service.authHeaders, 64 * MIB);
     assert.equal(response.status, 413);
     assert.deepEqual(JSON.parse(response.body), TOO_LARGE);
   });

@@ -253,7 +253,11 @@ describe("rotation while the service runs (real HTTP)", () => {
   }
 
   async function receiptFromService(): Promise<JsonObject> {
-    const response = await fetch(`${base}/verify?receipt=1`, { method: "POST", body: BUNDLE });
+    const response = await fetch(`${base}/verify?receipt=1`, {
+      method: "POST",
+      body: BUNDLE,
+      headers: service.authHeaders,
+    });
     assert.equal(response.status, 200);
     const payload = parseJson(Buffer.from(await response.arrayBuffer()));
     assert.ok(isObject(payload));

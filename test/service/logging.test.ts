@@ -38,13 +38,16 @@ function bundleWithSecret(): Buffer {
   return Buffer.from(`{"note": "BODY-SECRET-2", ${text.slice(text.indexOf("{") + 1)}`);
 }
 
-const SECRET_HEADERS = {
-  "content-type": "application/json",
-  authorization: "Bearer HEADER-SECRET-3",
-  "x-svc-key": "HEADER-SECRET-3",
-  "x-forwarded-for": "203.0.113.77",
-  "user-agent": "UA-SECRET-6",
-};
+/** Headers that carry secrets, the service's real API key among them (it must not leak). */
+function secretHeaders(service: TestService): Record<string, string> {
+  return {
+    "content-type": "application/json",
+    authorization: `Bearer ${service.key}`,
+    "x-svc-key": String(service.key),
+    "x-forwarded-for": "203.0.113.77",
+    "user-agent": "UA-SECRET-6",
+  };
+}
 
 async function capturingService(verifyTaskModule?: string) {
   const lines: string[] = [];
@@ -88,7 +91,7 @@ describe("logging", () => {
     for (const request of requests) {
       const response = await service.app.inject({
         ...request,
-        headers: SECRET_HEADERS,
+        headers: secretHeaders(service),
         remoteAddress: CLIENT_ADDRESS,
       });
       statuses.push(response.statusCode);
@@ -97,6 +100,7 @@ describe("logging", () => {
 
     const log = lines.join("");
     assertNoSecrets(log);
+    assert.ok(!log.includes(String(service.key)));
     const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     assert.deepEqual(
       entries.map(({ method, route, status }) => ({ method, route, status })),
@@ -127,11 +131,12 @@ describe("logging an unexpected fault", () => {
       method: "POST",
       url: "/verify?token=QUERY-SECRET-1",
       payload: bundleWithSecret(),
-      headers: SECRET_HEADERS,
+      headers: secretHeaders(service),
       remoteAddress: CLIENT_ADDRESS,
     });
     assert.equal(response.statusCode, 500);
     assertNoSecrets(lines.join(""));
+    assert.ok(!lines.join("").includes(String(service.key)));
     const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     const fault = entries.find((entry) => entry.msg === "unexpected fault");
     assert.ok(fault, "the fault is logged");

@@ -719,6 +719,7 @@ describe("tools/call needs keyed access; discovery does not", () => {
       statusCode: 200,
       batch: false,
       parts: [{ json: '{"jsonrpc":"2.0","id":1,"result":{}}' }],
+      callsTool: false,
     });
     const list = answer(request("tools/list"), false);
     assert.equal(list.kind, "reply");
@@ -856,7 +857,10 @@ describe("the official MCP SDK client over HTTP", () => {
       );
       return response;
     };
-    const transport = new StreamableHTTPClientTransport(url, { fetch: recordingFetch });
+    const transport = new StreamableHTTPClientTransport(url, {
+      fetch: recordingFetch,
+      requestInit: { headers: service.authHeaders },
+    });
     const client = new Client({ name: "receiptd-test", version: "1.0.0" });
     await client.connect(transport);
     try {

@@ -5,8 +5,14 @@ import { after, before, describe, test } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { startTestService, type TestService } from "./support/service.js";
 
-/** Every operation of the contract (service.md §1–§3, §7, §10, §11) built so far. */
+/** Every operation of the contract (service.md §1–§11). */
 const CONTRACT_OPERATIONS = [
+  "POST /payment-receipts",
+  "GET /receipts/{tx}",
+  "POST /erc8004/validate",
+  "POST /crystals",
+  "GET /crystals/{crystal_id}",
+  "GET /crystals/lineage",
   "POST /verify",
   "POST /verify-receipt",
   "POST /verify-anchor",
@@ -121,6 +127,7 @@ describe("GET /info", () => {
     });
     assert.equal(info.limits.max_body_bytes, 1_048_576);
     assert.equal(info.limits.max_batch, 50);
+    assert.equal(info.payments, null, "payments are off without X402_PAY_TO");
   });
 
   test("without a corpus the conformance section says so", async () => {

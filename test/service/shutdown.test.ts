@@ -43,6 +43,7 @@ describe("graceful shutdown", () => {
       }),
     );
     const { port } = app.server.address() as AddressInfo;
+    const { key } = await app.accessServices.keys.create({ name: "shutdown" });
     const base = `http://127.0.0.1:${port}`;
 
     const taskWaiting = new Promise<void>((resolve) => {
@@ -52,6 +53,7 @@ describe("graceful shutdown", () => {
     });
     const inFlight = fetch(`${base}/verify`, {
       method: "POST",
+      headers: { "x-svc-key": key },
       body: corpusBytes("vectors/01_happy_minimal.json"),
     });
     await taskWaiting;

@@ -69,6 +69,8 @@ export type McpAnswer =
       /** Whether the parts form an array (a 2025-03-26 batch) or a single response. */
       batch: boolean;
       parts: McpReplyPart[];
+      /** Whether keyed work was done (a `tools/call`): a presented payment is then settled. */
+      callsTool: boolean;
     };
 
 export interface McpRequestContext {
@@ -118,6 +120,7 @@ function refused(code: number, message: string, data?: object): McpAnswer {
     kind: "reply",
     statusCode: 400,
     batch: false,
+    callsTool: false,
     parts: [{ json: errorResponse(null, code, message, data) }],
   };
 }
@@ -282,5 +285,5 @@ export function answerMcpRequest(
   const parts = messages.flatMap((message) => answerMessage(message, batch, context) ?? []);
   if (parts.length === 0) return { kind: "accepted" };
   const statusCode = !batch && messages[0]?.kind === "invalid" ? 400 : 200;
-  return { kind: "reply", statusCode, batch, parts };
+  return { kind: "reply", statusCode, batch, parts, callsTool };
 }

@@ -1,14 +1,27 @@
 /**
- * Who may call what (service.md §9). Every route declares its access class in its route
- * config, and registration fails for a route that does not, so no endpoint can be added
- * without deciding whether it is paid for.
+ * Who may call what, and how much (service.md §9). Every route declares its access class in
+ * its route config, and registration fails for a route that does not, so no endpoint can be
+ * added without deciding whether it is paid for.
  *
- * Until the access issue lands (API keys, caps, x402), keyed routes are open: `keyedAccess`
- * grants every request. That function is the one place the access work fills in; routes that
- * decide access per message (MCP's `tools/call`) ask it too.
+ * Credentials are checked in `onRequest`, before the body is read, so a refused request costs
+ * no body buffering: an API key (`Authorization: Bearer` / `X-SVC-Key`), a pass token (on
+ * `leased` routes), or an x402 payment. Each request is then charged to one daily bucket —
+ * its key, its payer, or the shared anonymous one — and every response that passed carries
+ * the bucket's `X-RateLimit-*` headers. Paid responses are held in `onSend` until the
+ * facilitator has settled them. `onResponse` writes the content-free audit line.
  */
-import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ANONYMOUS, type Principal } from "../../access/principal.js";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { dailyCapOf, type KeyStore, presentedKey } from "../../access/api-keys.js";
+import type { AuditLog } from "../../access/audit.js";
+import { type CapStore, capReachedResponse, rateLimitHeaders } from "../../access/caps.js";
+import { ANONYMOUS, keyPrincipal, type Principal, x402Principal } from "../../access/principal.js";
+import {
+  PassTokenError,
+  passTokenFromHeaders,
+  verifyPassToken,
+} from "../../payments/pass-token.js";
+import type { ServiceLimits } from "../config.js";
+import { jsonRefusal, type PendingPayment, type Refusal, type Sale, X402Gate } from "./x402.js";
 
 /**
  * - `keyed`: an API key or an x402 payment per call (verification, anchors, conformance);
@@ -16,9 +29,16 @@ import { ANONYMOUS, type Principal } from "../../access/principal.js";
  * - `keyless`: anyone, counted against the anonymous cap (reads, metadata);
  * - `mixed`: the route decides per request with `keyedAccess` (MCP: discovery is keyless,
  *   `tools/call` is keyed);
- * - `internal`: loopback plus the internal token (settlement ingestion).
+ * - `internal`: loopback plus the internal token (settlement ingestion), checked by the route.
  */
 export type RouteAccess = "keyed" | "leased" | "keyless" | "mixed" | "internal";
+
+/** How a request authenticated, once `onRequest` has run. */
+export type Credential =
+  | { kind: "none" }
+  | { kind: "key" }
+  | { kind: "pass" }
+  | { kind: "payment"; pending: PendingPayment; sale: Sale; used: boolean };
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -30,21 +50,94 @@ declare module "fastify" {
      * `x402:<payer>` or `anonymous`. Tenancy (crystals) and audit lines use it.
      */
     principal: Principal;
+    /** Null until `onRequest` has run (Fastify forbids shared object defaults on requests). */
+    credential: Credential | null;
   }
 }
 
-/** The outcome of checking a request's credentials for keyed work. */
-export type AccessDecision =
-  | { granted: true }
-  | { granted: false; statusCode: number; body: object };
-
-/** Whether `request` may do keyed work. Open until API keys and payments exist. */
-export function keyedAccess(_request: FastifyRequest): AccessDecision {
-  return { granted: true };
+export interface AccessServices {
+  keys: KeyStore;
+  caps: CapStore;
+  /** Null when payments are off (`X402_PAY_TO` unset): keyless keyed calls get 401. */
+  payments: X402Gate | null;
+  audit: AuditLog;
+  limits: ServiceLimits;
+  /** did:keys whose pass tokens are honoured (the current service key's). */
+  passIssuers: () => string[];
+  clock: () => number;
 }
 
-export function registerAccessControl(app: FastifyInstance): void {
+/** The outcome of checking a request's credentials for keyed work. */
+export type AccessDecision = { granted: true } | { granted: false; refusal: Refusal };
+
+const DOCS = "https://github.com/receiptd/receiptd#access";
+
+/**
+ * Routes whose calls are not counted: the load balancer's health checks would otherwise
+ * spend the anonymous bucket and take the service out of rotation at the cap.
+ */
+const UNCOUNTED_ROUTES = new Set(["/health"]);
+
+function missingKey(): Refusal {
+  return jsonRefusal(
+    401,
+    {
+      error: "missing_key",
+      hint: "send an API key as 'Authorization: Bearer svc_…' or 'X-SVC-Key: svc_…'",
+      docs: DOCS,
+    },
+    { "www-authenticate": 'Bearer realm="receiptd"' },
+  );
+}
+
+function invalidKey(): Refusal {
+  return jsonRefusal(
+    401,
+    {
+      error: "invalid_key",
+      hint: "the key is unknown or revoked; ask the operator for a valid key",
+      docs: DOCS,
+    },
+    { "www-authenticate": 'Bearer realm="receiptd", error="invalid_token"' },
+  );
+}
+
+function saleOf(access: RouteAccess): Sale {
+  return access === "leased" ? "pass" : "call";
+}
+
+function send(reply: FastifyReply, refusal: Refusal): FastifyReply {
+  return reply.code(refusal.statusCode).headers(refusal.headers).send(refusal.body);
+}
+
+/**
+ * Whether `request` may do keyed work: routes of the `mixed` class ask before doing it (MCP's
+ * `tools/call`). Side-effect free; a route that then does keyed work says so with
+ * `markKeyedWorkDone`, and only then is a presented payment settled.
+ */
+export function keyedAccess(request: FastifyRequest): AccessDecision {
+  const kind = request.credential?.kind;
+  if (kind === "key" || kind === "pass" || kind === "payment") return { granted: true };
+  const route = request.routeOptions.url ?? "/";
+  const gate = request.server.accessServices.payments;
+  return { granted: false, refusal: gate === null ? missingKey() : gate.challenge(route, "call") };
+}
+
+export function markKeyedWorkDone(request: FastifyRequest): void {
+  const credential = request.credential;
+  if (credential?.kind === "payment") credential.used = true;
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    accessServices: AccessServices;
+  }
+}
+
+export function registerAccessControl(app: FastifyInstance, services: AccessServices): void {
+  app.decorate("accessServices", services);
   app.decorateRequest("principal", ANONYMOUS);
+  app.decorateRequest("credential", null);
   app.addHook("onRoute", (route) => {
     // Fastify adds HEAD twins of GET routes; they share the GET route's config.
     if (route.method === "HEAD") return;
@@ -52,10 +145,128 @@ export function registerAccessControl(app: FastifyInstance): void {
       throw new Error(`route ${String(route.method)} ${route.url} declares no access class`);
     }
   });
-  app.addHook("preHandler", async (request, reply) => {
+
+  /** Charges `bucket`; answers 429 when it is spent, else adds the headers to the reply. */
+  async function charge(reply: FastifyReply, bucket: Principal, limit: number) {
+    const decision = await services.caps.consume(bucket, limit, services.clock());
+    if (!decision.allowed) {
+      const refused = capReachedResponse(decision);
+      return jsonRefusal(refused.statusCode, refused.body, refused.headers);
+    }
+    reply.headers(rateLimitHeaders(decision));
+    return null;
+  }
+
+  app.addHook("onRequest", async (request, reply) => {
+    request.credential = { kind: "none" };
     const access = request.routeOptions.config.access;
-    if (access !== "keyed" && access !== "leased") return;
-    const decision = keyedAccess(request);
-    if (!decision.granted) return reply.code(decision.statusCode).send(decision.body);
+    const route = request.routeOptions.url;
+    // Unmatched URLs (404) and internal routes are not the public's calls to count.
+    if (access === undefined || route === undefined || access === "internal") return;
+    if (UNCOUNTED_ROUTES.has(route)) return;
+    const { limits } = services;
+
+    let pass: string | null;
+    try {
+      pass = access === "leased" ? passTokenFromHeaders(request.headers) : null;
+    } catch (error) {
+      if (!(error instanceof PassTokenError)) throw error;
+      return send(reply, passRefusal(services, route, error.code));
+    }
+    // A Bearer pass token is not an API key.
+    const bearerIsPass =
+      pass !== null && /^bearer\s+pass_/i.test(request.headers.authorization ?? "");
+    const key = presentedKey(
+      bearerIsPass ? { "x-svc-key": request.headers["x-svc-key"] } : request.headers,
+    );
+
+    if (key !== null) {
+      const authentication = await services.keys.authenticate(key);
+      if (!authentication.ok) return send(reply, invalidKey());
+      request.principal = keyPrincipal(authentication.key.id);
+      request.credential = { kind: "key" };
+      const cap = dailyCapOf(authentication.key, limits.keyDailyCap);
+      const refusal = await charge(reply, request.principal, cap);
+      if (refusal !== null) return send(reply, refusal);
+      return;
+    }
+
+    if (pass !== null) {
+      let payer: string;
+      try {
+        payer = verifyPassToken(pass, {
+          issuers: services.passIssuers(),
+          scope: route,
+          now: services.clock,
+        }).payer;
+      } catch (error) {
+        if (!(error instanceof PassTokenError)) throw error;
+        return send(reply, passRefusal(services, route, error.code));
+      }
+      request.principal = x402Principal(payer);
+      request.credential = { kind: "pass" };
+      const refusal = await charge(reply, request.principal, limits.x402PayerDailyCap);
+      if (refusal !== null) return send(reply, refusal);
+      return;
+    }
+
+    const gate = services.payments;
+    if (gate !== null && access !== "keyless" && X402Gate.presentsPayment(request)) {
+      const sale = saleOf(access);
+      const check = await gate.check(request, route, sale, async (payer) => {
+        request.principal = x402Principal(payer);
+        return charge(reply, request.principal, limits.x402PayerDailyCap);
+      });
+      if (!check.ok) return send(reply, check.refusal);
+      request.credential = {
+        kind: "payment",
+        pending: check.pending,
+        sale,
+        used: access !== "mixed",
+      };
+      return;
+    }
+
+    if (access === "keyed" || access === "leased") {
+      return send(reply, gate === null ? missingKey() : gate.challenge(route, saleOf(access)));
+    }
+    // keyless, and mixed before the route knows whether keyed work is asked for.
+    const refusal = await charge(reply, ANONYMOUS, limits.anonymousDailyCap);
+    if (refusal !== null) return send(reply, refusal);
   });
+
+  app.addHook("onSend", async (request, reply, payload) => {
+    const credential = request.credential;
+    const gate = services.payments;
+    if (credential === null || credential.kind !== "payment" || gate === null) return payload;
+    // Settle once: a refusal sent below passes through onSend again.
+    request.credential = { kind: "none" };
+    if (!credential.used || reply.statusCode >= 400) {
+      await gate.abandon(credential.pending);
+      return payload;
+    }
+    const refusal = await gate.settle(request, reply, credential.pending, credential.sale);
+    if (refusal === null) return payload;
+    reply.code(refusal.statusCode).headers(refusal.headers);
+    return refusal.body;
+  });
+
+  app.addHook("onResponse", async (request, reply) => {
+    const route = request.routeOptions.url;
+    services.audit.record({
+      principal: request.principal,
+      method: request.method,
+      route: route ?? "(unmatched)",
+      status: reply.statusCode,
+      bytes: Number(reply.getHeader("content-length") ?? 0),
+      latencyMs: reply.elapsedTime,
+    });
+  });
+}
+
+/** A pass that cannot be honoured: offer a new one (or, with payments off, ask for a key). */
+function passRefusal(services: AccessServices, route: string, code: string): Refusal {
+  return services.payments === null
+    ? missingKey()
+    : services.payments.challenge(route, "pass", code);
 }

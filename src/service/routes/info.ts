@@ -3,10 +3,13 @@
  * endpoints, the did:key that signs its receipts and reports, its limits and what it keeps.
  * The endpoint list is read from the OpenAPI document, which is generated from the route
  * schemas, so it cannot list a route that does not exist or miss one that does. Sections for
- * services not built yet (ERC-8004, crystals, payments) arrive with them.
+ * services follow from the configuration (payments are null while `X402_PAY_TO` is unset).
  */
 import type { FastifyInstance } from "fastify";
 import type { CorpusSummary } from "../../conformance/corpus.js";
+import { OUTCOME_TABLE } from "../../erc8004/outcome.js";
+import { DEFAULT_CHAIN_ID, DEFAULT_VALIDATION_REGISTRY } from "../../erc8004/registry.js";
+import type { OfferKind, PaymentSettings } from "../../payments/requirements.js";
 import { SUPPORTED_SPECS } from "../../verifier/bundle/record-types.js";
 import { VERDICTS } from "../../verifier/bundle/result.js";
 import {
@@ -15,6 +18,7 @@ import {
 } from "../../verifier/verification-receipt/index.js";
 import { VERIFIER_VERSION } from "../../verifier/version.js";
 import { SERVICE_NAME } from "../verify-request.js";
+import { crystalsInfo, crystalsInfoSchema } from "./crystals.js";
 
 const stringList = { type: "array", items: { type: "string" } } as const;
 const looseObject = { type: "object", additionalProperties: true } as const;
@@ -34,6 +38,7 @@ const infoSchema = {
         "issuer",
         "verification_receipt",
         "conformance",
+        "crystals",
         "limits",
         "privacy",
       ],
@@ -66,6 +71,31 @@ const infoSchema = {
           },
         },
         conformance: looseObject,
+        erc8004: {
+          type: "object",
+          description: "POST /erc8004/validate: its defaults, outcomes and signing address",
+          properties: {
+            endpoint: { type: "string" },
+            chain_id_default: { type: "integer" },
+            registry_default: { type: "string", description: "Validation Registry, EIP-55" },
+            outcomes: {
+              type: "array",
+              items: {
+                type: "object",
+                properties: {
+                  outcome: { type: "integer" },
+                  label: { type: "string" },
+                  verdicts: stringList,
+                },
+              },
+            },
+            validator_address: {
+              type: "string",
+              description: "EIP-55 address of the secp256k1 key that signs attestations",
+            },
+          },
+        },
+        crystals: crystalsInfoSchema,
         limits: {
           type: "object",
           properties: {
@@ -75,10 +105,45 @@ const infoSchema = {
           },
         },
         privacy: looseObject,
+        payments: {
+          description: "x402 terms, or null when payments are off",
+          type: ["object", "null"],
+          additionalProperties: true,
+        },
       },
     },
   },
 } as const;
+
+/** USD text of an atomic amount of a USD stablecoin: 10000 (6 decimals) → "0.01". */
+function usd(atomic: bigint, decimals: number): string {
+  const text = atomic.toString().padStart(decimals + 1, "0");
+  const whole = text.slice(0, -decimals);
+  const fraction = text.slice(-decimals).replace(/0+$/, "").padEnd(2, "0");
+  return `${whole}.${fraction}`;
+}
+
+function paymentsInfo(settings: PaymentSettings | null) {
+  if (settings === null) return null;
+  const price = (kind: OfferKind) => ({
+    usd: usd(settings.prices[kind], settings.decimals),
+    atomic: settings.prices[kind].toString(),
+  });
+  return {
+    x402_versions: [1, 2],
+    scheme: "exact",
+    network: settings.network.caip2,
+    asset: settings.asset,
+    pay_to: settings.payTo,
+    prices: {
+      per_call: price("call"),
+      lease: { ...price("lease"), seconds: settings.leaseSeconds },
+      day_pass: { ...price("day"), seconds: settings.dayPassSeconds },
+    },
+    pass_routes: ["POST /erc8004/validate", "POST /crystals"],
+    pass_token_header: "X-Pass-Token",
+  };
+}
 
 interface OpenApiDocument {
   paths?: Record<string, Record<string, { description?: string }>>;
@@ -140,6 +205,14 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
           '{"implementation":{"name",...},"results":{"bundles","verification_receipts","hostile_inputs"}}',
         corpus: options.corpus,
       },
+      erc8004: {
+        endpoint: "POST /erc8004/validate",
+        chain_id_default: DEFAULT_CHAIN_ID,
+        registry_default: DEFAULT_VALIDATION_REGISTRY,
+        outcomes: OUTCOME_TABLE,
+        validator_address: app.validatorAddress,
+      },
+      crystals: crystalsInfo(limits.maxCrystalCiphertextBytes),
       limits: {
         max_body_bytes: limits.maxBodyBytes,
         max_batch: limits.maxBatch,
@@ -150,6 +223,7 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
           stores: "verdict payloads only, in memory (Redis when distributed); never on disk",
         },
       },
+      payments: paymentsInfo(app.serviceConfig.payments.settings),
       privacy: {
         request_bodies: "never logged or stored, except documents you ask to host (anchors)",
         logs: "request id, method, route template, status, latency; no query strings or IPs",

@@ -13,7 +13,7 @@ import type { McpAnswer, McpReplyPart, McpTask } from "../mcp/answer.js";
 import { answerGetRevocations } from "../mcp/get-revocations.js";
 import { MCP_PATH, serverCard } from "../mcp/server-card.js";
 import { acceptsJson, isAllowedOrigin, isJsonContentType } from "../mcp/transport.js";
-import { keyedAccess } from "../plugins/access.js";
+import { keyedAccess, markKeyedWorkDone } from "../plugins/access.js";
 import { rawBody } from "../plugins/raw-body.js";
 import { revocationDocumentCheckOn } from "../revocation-documents.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
@@ -194,9 +194,14 @@ export async function mcpRoutes(app: FastifyInstance) {
       const answer = await app.cpuPool.run<McpAnswer>(taskModule, task, [body]);
       if (answer.kind === "denied") {
         if (access.granted) throw new Error("the MCP worker denied a granted request");
-        return reply.code(access.statusCode as 401 | 402 | 429).send(access.body);
+        const { refusal } = access;
+        return reply
+          .code(refusal.statusCode as 401 | 402 | 503)
+          .headers(refusal.headers)
+          .send(refusal.body);
       }
       if (answer.kind === "accepted") return reply.code(202).send();
+      if (answer.callsTool) markKeyedWorkDone(request);
       const parts = await Promise.all(answer.parts.map(replyPart));
       return reply
         .code(answer.statusCode)

@@ -1,0 +1,64 @@
+/**
+ * Builds what the access plugin needs from the configuration: the key store over the shared
+ * document store (so `receiptd keys` acts on what the server sees), the daily caps, the audit
+ * log, and — when `X402_PAY_TO` is set — the x402 gate with its nonce ledger and facilitator
+ * client. Embedded mode keeps caps and nonces in process memory.
+ */
+import { KeyStore } from "../access/api-keys.js";
+import { AuditLog } from "../access/audit.js";
+import { MemoryCapStore } from "../access/memory-cap-store.js";
+import { FacilitatorClient } from "../payments/facilitator-client.js";
+import { MemoryNonceLedger } from "../payments/nonce-ledger.js";
+import type { DocumentStore } from "../storage/document-store.js";
+import type { ServiceConfig } from "./config.js";
+import type { AccessServices } from "./plugins/access.js";
+import { type SettledPayment, X402Gate } from "./plugins/x402.js";
+import type { ServiceIdentity } from "./service-key.js";
+
+export interface AccessServiceDependencies {
+  documentStore: DocumentStore;
+  identity: ServiceIdentity;
+  clock: () => number;
+  /** Told about every settled x402 payment (it feeds the settlements queue). */
+  onSettled: (payment: SettledPayment) => void;
+}
+
+export function createAccessServices(
+  config: ServiceConfig,
+  dependencies: AccessServiceDependencies,
+): AccessServices & { close(): Promise<void> } {
+  const { documentStore, identity, clock } = dependencies;
+  const { settings, facilitatorUrl, publicBaseUrl } = config.payments;
+  const facilitator =
+    facilitatorUrl === null ? null : new FacilitatorClient({ url: facilitatorUrl });
+  const nonces = new MemoryNonceLedger({ now: clock });
+  const payments =
+    settings === null
+      ? null
+      : new X402Gate({
+          settings,
+          facilitator,
+          nonces,
+          publicBaseUrl,
+          clock,
+          signer: () => identity.signer(),
+          onSettled: dependencies.onSettled,
+        });
+  const caps = new MemoryCapStore(clock);
+  const audit = new AuditLog(config.auditDir, { now: clock });
+  return {
+    keys: new KeyStore(documentStore, { defaultDailyCap: config.limits.keyDailyCap, now: clock }),
+    caps,
+    payments,
+    audit,
+    limits: config.limits,
+    passIssuers: () => [identity.signer().did],
+    clock,
+    async close() {
+      await audit.close();
+      await caps.close();
+      await nonces.close();
+      await facilitator?.close();
+    },
+  };
+}

@@ -1,0 +1,248 @@
+/**
+ * x402 at the door (service.md §9, protocols.md §1): the challenge for an unpaid call, the
+ * local checks of a payment (decoding, requirement match, EIP-3009 signature recovery,
+ * validity window), the nonce reservation and the facilitator's `/verify` before the
+ * handler runs; and, once the handler has answered, the facilitator's `/settle` while the
+ * response is held. A response whose settlement fails is never delivered.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import {
+  encodeChallenge,
+  encodeSettlementResponse,
+  paymentFromHeaders,
+} from "../../payments/codec.js";
+import { type VerifiedPayment, verifyExactPayment } from "../../payments/eip3009.js";
+import { PaymentError } from "../../payments/errors.js";
+import { type FacilitatorClient, facilitatorRequest } from "../../payments/facilitator-client.js";
+import {
+  type NonceKey,
+  type NonceLedger,
+  reservationExpiryMs,
+} from "../../payments/nonce-ledger.js";
+import { issuePassToken, PASS_TOKEN_HEADER, type PassKind } from "../../payments/pass-token.js";
+import {
+  type OfferKind,
+  type PaymentOption,
+  type PaymentRequirementSet,
+  type PaymentSettings,
+  paymentRequirements,
+} from "../../payments/requirements.js";
+import type { Ed25519Signer } from "../../verifier/crypto/ed25519.js";
+
+/** A payment checked locally and by the facilitator, waiting for the handler's answer. */
+export interface PendingPayment {
+  verified: VerifiedPayment<PaymentOption>;
+  nonce: NonceKey;
+  /** The route template the payment was for (settlement receipts name it). */
+  route: string;
+}
+
+/** What the settlements queue is told about a settled payment (service.md §4). */
+export interface SettledPayment {
+  tx: string;
+  network: string;
+  asset: string;
+  amount: string;
+  payTo: string;
+  path: string;
+  ua: string | null;
+}
+
+export interface X402GateOptions {
+  settings: PaymentSettings;
+  /** Null when `FACILITATOR_URL` is unset: payments are offered but cannot be taken. */
+  facilitator: FacilitatorClient | null;
+  nonces: NonceLedger;
+  /** Where resources are named in challenges (`resource.url`); never the client's Host. */
+  publicBaseUrl: string;
+  clock: () => number;
+  /** The service key, for pass tokens (follows rotation). */
+  signer: () => Ed25519Signer;
+  /** Told about every settled payment; must not throw (it feeds the settlements queue). */
+  onSettled: (payment: SettledPayment) => void;
+}
+
+/** A refusal the access plugin sends as is. */
+export interface Refusal {
+  statusCode: number;
+  headers: Record<string, string>;
+  /** JSON text. */
+  body: string;
+}
+
+export type PaymentCheck = { ok: true; pending: PendingPayment } | { ok: false; refusal: Refusal };
+
+/** Which offers a route sells: per call, or a lease and a day pass. */
+export type Sale = "call" | "pass";
+
+const OFFERS: Readonly<Record<Sale, readonly OfferKind[]>> = {
+  call: ["call"],
+  pass: ["lease", "day"],
+};
+
+const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
+
+export class X402Gate {
+  readonly #options: X402GateOptions;
+  readonly #requirements = new Map<string, PaymentRequirementSet>();
+
+  constructor(options: X402GateOptions) {
+    this.#options = options;
+  }
+
+  /** Whether a request carries a payment header at all. */
+  static presentsPayment(request: FastifyRequest): boolean {
+    const headers = request.headers;
+    return headers["x-payment"] !== undefined || headers["payment-signature"] !== undefined;
+  }
+
+  #requirementsFor(route: string, sale: Sale): PaymentRequirementSet {
+    const cacheKey = `${sale} ${route}`;
+    let set = this.#requirements.get(cacheKey);
+    if (set === undefined) {
+      set = paymentRequirements(this.#options.settings, {
+        resource: {
+          url: new URL(route, this.#options.publicBaseUrl).href,
+          description: `receiptd ${route}`,
+        },
+        offers: OFFERS[sale],
+      });
+      this.#requirements.set(cacheKey, set);
+    }
+    return set;
+  }
+
+  /** The 402 for `route`: the v1 JSON body and the v2 `PAYMENT-REQUIRED` header. */
+  challenge(route: string, sale: Sale, error = "payment_required"): Refusal {
+    const encoded = encodeChallenge(this.#requirementsFor(route, sale), error);
+    return {
+      statusCode: 402,
+      headers: { ...JSON_HEADERS, "payment-required": encoded.paymentRequired },
+      body: encoded.body,
+    };
+  }
+
+  /**
+   * The checks that come before the handler, cheapest first: decode, match, recover the
+   * signer, reserve the nonce (a replay is refused here, without asking the facilitator), then
+   * the facilitator's `/verify`. `chargePayer` runs once the payer is known, before the nonce
+   * is spent; it may refuse (daily cap).
+   */
+  async check(
+    request: FastifyRequest,
+    route: string,
+    sale: Sale,
+    chargePayer: (payer: string) => Promise<Refusal | null>,
+  ): Promise<PaymentCheck> {
+    const refuse = (refusal: Refusal): PaymentCheck => ({ ok: false, refusal });
+    const requirements = this.#requirementsFor(route, sale);
+    let verified: VerifiedPayment<PaymentOption>;
+    try {
+      const payment = paymentFromHeaders(request.headers);
+      if (payment === null) return refuse(this.challenge(route, sale));
+      verified = await verifyExactPayment(payment, requirements.options, {
+        now: this.#options.clock,
+      });
+    } catch (error) {
+      if (!(error instanceof PaymentError)) throw error;
+      return refuse(this.challenge(route, sale, error.code));
+    }
+    const capRefusal = await chargePayer(verified.payer);
+    if (capRefusal !== null) return refuse(capRefusal);
+
+    const nonce: NonceKey = {
+      network: verified.requirement.network.caip2,
+      asset: verified.requirement.asset,
+      payer: verified.payer,
+      nonce: verified.authorization.nonce,
+    };
+    const expiry = reservationExpiryMs(BigInt(verified.authorization.validBefore));
+    if (!(await this.#options.nonces.reserve(nonce, expiry))) {
+      return refuse(this.challenge(route, sale, "nonce_already_used"));
+    }
+    const facilitator = this.#options.facilitator;
+    if (facilitator === null) {
+      await this.#options.nonces.release(nonce);
+      return refuse(jsonRefusal(503, { error: "payments_unavailable" }));
+    }
+    const outcome = await facilitator.verify(facilitatorRequest(verified));
+    if (outcome.status !== "valid") {
+      // Nothing was settled, so the authorization may still be used.
+      await this.#options.nonces.release(nonce);
+      if (outcome.status === "declined") {
+        return refuse(this.challenge(route, sale, outcome.reason));
+      }
+      return refuse(jsonRefusal(502, { error: outcome.code }));
+    }
+    return { ok: true, pending: { verified, nonce, route } };
+  }
+
+  /** The handler did not succeed: nothing is settled and the authorization stays usable. */
+  async abandon(pending: PendingPayment): Promise<void> {
+    await this.#options.nonces.release(pending.nonce);
+  }
+
+  /**
+   * Settles a held response. On success adds the receipt header (and, for a pass sale, the
+   * pass token) and tells `onSettled`; otherwise answers for the response: 402 when the
+   * facilitator declined, 502 when its answer is unknown (the payment may or may not have
+   * happened, so it is not offered again as if it had not).
+   */
+  async settle(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    pending: PendingPayment,
+    sale: Sale,
+  ): Promise<Refusal | null> {
+    const facilitator = this.#options.facilitator;
+    if (facilitator === null) return jsonRefusal(503, { error: "payments_unavailable" });
+    const outcome = await facilitator.settle(facilitatorRequest(pending.verified));
+    if (outcome.status === "declined") {
+      return this.challenge(pending.route, sale, outcome.reason);
+    }
+    if (outcome.status === "unknown") return jsonRefusal(502, { error: outcome.code });
+
+    const { payment, requirement, payer } = pending.verified;
+    const header = encodeSettlementResponse(payment.x402Version, requirement.network, {
+      success: true,
+      transaction: outcome.transaction,
+      payer,
+      amount: requirement.amount,
+    });
+    reply.header(header.name, header.value);
+    if (requirement.kind === "lease" || requirement.kind === "day") {
+      reply.header(
+        PASS_TOKEN_HEADER,
+        this.#passToken(pending, requirement.kind, outcome.transaction),
+      );
+    }
+    const userAgent = request.headers["user-agent"];
+    this.#options.onSettled({
+      tx: outcome.transaction,
+      network: requirement.network.caip2,
+      asset: requirement.asset,
+      amount: requirement.amount.toString(),
+      payTo: requirement.payTo,
+      path: pending.route,
+      ua: typeof userAgent === "string" ? userAgent : null,
+    });
+    return null;
+  }
+
+  #passToken(pending: PendingPayment, kind: PassKind, tx: string): string {
+    const { settings } = this.#options;
+    return issuePassToken(this.#options.signer(), {
+      kind,
+      scope: pending.route,
+      payer: pending.verified.payer,
+      network: pending.verified.requirement.network.caip2,
+      tx,
+      lifetimeSeconds: kind === "lease" ? settings.leaseSeconds : settings.dayPassSeconds,
+      now: this.#options.clock,
+    }).token;
+  }
+}
+
+export function jsonRefusal(statusCode: number, body: object, headers = {}): Refusal {
+  return { statusCode, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
+}
