@@ -76,6 +76,15 @@ export interface ServiceConfig {
   /** The token `POST /payment-receipts` requires (`INTERNAL_TOKEN_FILE`, created 0600). */
   internalTokenFile: string;
   payments: PaymentsConfig;
+  /** `REDIS_URL`: caps, digest cache, nonces and queues in Redis (distributed mode), or null. */
+  redisUrl: string | null;
+  /**
+   * Prefix of every Redis key and BullMQ queue (`REDIS_PREFIX`, default `receiptd`), so several
+   * deployments (or test runs) can share one Redis.
+   */
+  redisPrefix: string;
+  /** `DATABASE_URL`: the PostgreSQL document store, or null (files in `DATA_DIR`). */
+  databaseUrl: string | null;
   limits: ServiceLimits;
   cpuPool: CpuPoolConfig;
 }
@@ -157,6 +166,13 @@ function cpuPoolFrom(env: Env): CpuPoolConfig {
   };
 }
 
+function urlFrom(env: Env, name: string): string | null {
+  const text = env[name];
+  if (!text) return null;
+  if (!URL.canParse(text)) throw new ConfigError(`${name} must be a URL, got '${text}'`);
+  return text;
+}
+
 /**
  * Prices are configuration (service.md §9): `X402_PRICE_CALL_USD` (default 0.01),
  * `X402_PRICE_LEASE_USD` (0.01, a 5-minute lease) and `X402_PRICE_DAY_USD` (0.50, a day pass).
@@ -214,6 +230,9 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     auditDir: auditDirFrom(env, dataDir),
     internalTokenFile: resolve(env.INTERNAL_TOKEN_FILE || join(dataDir, "internal.token")),
     payments: paymentsFrom(env, mergedLimits, origin),
+    redisUrl: urlFrom(env, "REDIS_URL"),
+    redisPrefix: env.REDIS_PREFIX || "receiptd",
+    databaseUrl: urlFrom(env, "DATABASE_URL"),
     ...rest,
     limits: mergedLimits,
     cpuPool: { ...cpuPoolFrom(env), ...cpuPool },
