@@ -81,7 +81,7 @@ export async function main(
     return 2;
   }
   try {
-    const dataDir = loadConfig(env).dataDir;
+    const config = loadConfig(env);
     const bytes = await readDocumentFile(file);
     const problems = validateRevocationDocument(bytes);
     if (problems.length > 0) {
@@ -91,7 +91,7 @@ export async function main(
     if (byIssuer.size === 0) {
       throw new ImportRefused(`${file} holds no statements: nothing to store`);
     }
-    const store = await openDocumentStore({ dataDir });
+    const store = await openDocumentStore(config);
     try {
       const outcomes = await mergeRevocationStatements(store, byIssuer, formatUtcSeconds());
       for (const outcome of outcomes) {

@@ -48,8 +48,9 @@ export async function main(
     return 0;
   }
   try {
-    const dataDir = loadConfig(env).dataDir;
-    const store = await openDocumentStore({ dataDir });
+    const config = loadConfig(env);
+    const dataDir = config.dataDir;
+    const store = await openDocumentStore(config);
     try {
       const result = await rotateServiceKey(dataDir, store);
       for (const retirement of result.resumed) {

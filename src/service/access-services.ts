@@ -2,13 +2,13 @@
  * Builds what the access plugin needs from the configuration: the key store over the shared
  * document store (so `receiptd keys` acts on what the server sees), the daily caps, the audit
  * log, and — when `X402_PAY_TO` is set — the x402 gate with its nonce ledger and facilitator
- * client. Embedded mode keeps caps and nonces in process memory.
+ * client. Caps and nonces come from the mode's backends (memory or Redis).
  */
 import { KeyStore } from "../access/api-keys.js";
 import { AuditLog } from "../access/audit.js";
-import { MemoryCapStore } from "../access/memory-cap-store.js";
+import type { CapStore } from "../access/caps.js";
 import { FacilitatorClient } from "../payments/facilitator-client.js";
-import { MemoryNonceLedger } from "../payments/nonce-ledger.js";
+import type { NonceLedger } from "../payments/nonce-ledger.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import type { ServiceConfig } from "./config.js";
 import type { AccessServices } from "./plugins/access.js";
@@ -17,6 +17,9 @@ import type { ServiceIdentity } from "./service-key.js";
 
 export interface AccessServiceDependencies {
   documentStore: DocumentStore;
+  /** Daily caps and the x402 nonce ledger of the mode (memory or Redis); owned by the caller. */
+  caps: CapStore;
+  nonces: NonceLedger;
   identity: ServiceIdentity;
   clock: () => number;
   /** Told about every settled x402 payment (it feeds the settlements queue). */
@@ -27,11 +30,10 @@ export function createAccessServices(
   config: ServiceConfig,
   dependencies: AccessServiceDependencies,
 ): AccessServices & { close(): Promise<void> } {
-  const { documentStore, identity, clock } = dependencies;
+  const { documentStore, caps, nonces, identity, clock } = dependencies;
   const { settings, facilitatorUrl, publicBaseUrl } = config.payments;
   const facilitator =
     facilitatorUrl === null ? null : new FacilitatorClient({ url: facilitatorUrl });
-  const nonces = new MemoryNonceLedger({ now: clock });
   const payments =
     settings === null
       ? null
@@ -44,7 +46,6 @@ export function createAccessServices(
           signer: () => identity.signer(),
           onSettled: dependencies.onSettled,
         });
-  const caps = new MemoryCapStore(clock);
   const audit = new AuditLog(config.auditDir, { now: clock });
   return {
     keys: new KeyStore(documentStore, { defaultDailyCap: config.limits.keyDailyCap, now: clock }),
@@ -56,8 +57,6 @@ export function createAccessServices(
     clock,
     async close() {
       await audit.close();
-      await caps.close();
-      await nonces.close();
       await facilitator?.close();
     },
   };

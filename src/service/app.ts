@@ -18,12 +18,11 @@ import {
   settlementsProcessor,
 } from "../../queues/settlements.js";
 import type { DigestCache } from "../cache/digest-cache.js";
-import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
 import { loadCorpusSummary } from "../conformance/corpus.js";
 import { loadOrCreateValidatorKey } from "../erc8004/validator-key.js";
 import type { DocumentStore } from "../storage/document-store.js";
-import { openDocumentStore } from "../storage/open.js";
 import { createAccessServices } from "./access-services.js";
+import { type Backends, openBackends } from "./backends.js";
 import type { ServiceConfig } from "./config.js";
 import { CpuPool } from "./cpu-pool.js";
 import { loadOrCreateInternalToken } from "./internal-token.js";
@@ -67,6 +66,8 @@ declare module "fastify" {
     settlementsQueue: SettlementsQueue;
     /** The opt-in digest cache of `POST /verify?cache=1`. */
     digestCache: DigestCache;
+    /** The mode's stores and connections (embedded or distributed), for health and shutdown. */
+    backends: Backends;
     /** Milliseconds since the epoch; injectable so tests can move time (cache expiry). */
     clock: () => number;
   }
@@ -100,6 +101,18 @@ export async function buildApp(
     return503OnClosing: false,
   });
 
+  app.decorate("serviceConfig", config);
+  app.decorate("serviceIdentity", identity);
+  app.decorate("validatorAddress", validator.address);
+  app.decorate("clock", clock);
+  // Opened before the worker threads, so that a store that cannot be reached at startup
+  // fails the start cleanly instead of leaving threads behind.
+  const backends = await openBackends(config, { clock, log: app.log });
+  const { documentStore } = backends;
+  app.decorate("documentStore", documentStore);
+  app.decorate("digestCache", backends.digestCache);
+  app.decorate("backends", backends);
+
   const workerContext: WorkerContext = {
     dataDir: config.dataDir,
     corpusDir: config.corpusDir,
@@ -110,12 +123,7 @@ export async function buildApp(
     maxQueue: config.cpuPool.maxQueue,
     workerData: workerContext,
   });
-  app.decorate("serviceConfig", config);
-  app.decorate("serviceIdentity", identity);
-  app.decorate("validatorAddress", validator.address);
   app.decorate("cpuPool", pool);
-  const documentStore = await openDocumentStore(config);
-  app.decorate("documentStore", documentStore);
   const anchorsQueue = new InProcessQueue(
     ANCHORS_QUEUE,
     anchorsProcessor(documentStore),
@@ -128,17 +136,10 @@ export async function buildApp(
     SETTLEMENTS_QUEUE_OPTIONS,
   );
   app.decorate("settlementsQueue", settlementsQueue);
-  const digestCache = new MemoryDigestCache(
-    {
-      ttlSeconds: config.limits.digestCacheTtlSeconds,
-      maxEntries: config.limits.digestCacheMaxEntries,
-    },
-    clock,
-  );
-  app.decorate("digestCache", digestCache);
-  app.decorate("clock", clock);
   const access = createAccessServices(config, {
     documentStore,
+    caps: backends.caps,
+    nonces: backends.nonces,
     identity,
     clock,
     onSettled: (payment) => void recordSettlement(settlementsQueue, payment, app.log),
@@ -149,8 +150,7 @@ export async function buildApp(
     await anchorsQueue.close();
     await settlementsQueue.close();
     await access.close();
-    await documentStore.close();
-    await digestCache.close();
+    await backends.close();
   });
 
   registerRequestIdHeader(app);

@@ -85,6 +85,8 @@ export interface ServiceConfig {
   redisPrefix: string;
   /** `DATABASE_URL`: the PostgreSQL document store, or null (files in `DATA_DIR`). */
   databaseUrl: string | null;
+  /** `DATABASE_SCHEMA`: the schema holding the store's tables (default `receiptd`). */
+  databaseSchema: string;
   limits: ServiceLimits;
   cpuPool: CpuPoolConfig;
 }
@@ -233,6 +235,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     redisUrl: urlFrom(env, "REDIS_URL"),
     redisPrefix: env.REDIS_PREFIX || "receiptd",
     databaseUrl: urlFrom(env, "DATABASE_URL"),
+    databaseSchema: env.DATABASE_SCHEMA || "receiptd",
     ...rest,
     limits: mergedLimits,
     cpuPool: { ...cpuPoolFrom(env), ...cpuPool },

@@ -1,12 +1,27 @@
 /**
  * The one place that picks the document store for a configuration, so the CLI and the server
- * act on the same documents. Embedded mode (files under `DATA_DIR`) is the only store so far;
- * the PostgreSQL store (`DATABASE_URL`) will be chosen here.
+ * act on the same documents: PostgreSQL when `databaseUrl` is set (distributed mode), else
+ * files under `dataDir` (embedded mode).
  */
 import type { DocumentStore } from "./document-store.js";
 import { FsDocumentStore } from "./fs-document-store.js";
+import { DEFAULT_SCHEMA, PgDocumentStore } from "./pg-document-store.js";
 
-/** Async although the file store needs no setup: a database store may want to connect first. */
-export async function openDocumentStore(config: { dataDir: string }): Promise<DocumentStore> {
+export interface DocumentStoreConfig {
+  dataDir: string;
+  /** `DATABASE_URL`; null or absent: the embedded file store. */
+  databaseUrl?: string | null;
+  /** PostgreSQL schema of the tables (default `receiptd`); lets deployments share a database. */
+  databaseSchema?: string;
+}
+
+/** Connects and runs migrations first in distributed mode, hence async. */
+export async function openDocumentStore(config: DocumentStoreConfig): Promise<DocumentStore> {
+  if (config.databaseUrl) {
+    return PgDocumentStore.open({
+      url: config.databaseUrl,
+      schema: config.databaseSchema ?? DEFAULT_SCHEMA,
+    });
+  }
   return new FsDocumentStore(config.dataDir);
 }

@@ -4,6 +4,7 @@
  * message, no stack trace.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { DocumentStoreUnavailableError } from "../../storage/document-store.js";
 import { CpuPoolOverloadedError } from "../cpu-pool.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
@@ -14,6 +15,10 @@ function isClientError(error: FastifyError): boolean {
 function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof CpuPoolOverloadedError) {
     return reply.code(503).header("retry-after", "1").send({ error: "overloaded" });
+  }
+  // Nothing was half-written (every store write is one atomic statement): retrying is safe.
+  if (error instanceof DocumentStoreUnavailableError) {
+    return reply.code(503).header("retry-after", "1").send({ error: "store_unavailable" });
   }
   if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
     return reply.code(413).send({ error: "body_too_large", limit: request.routeOptions.bodyLimit });

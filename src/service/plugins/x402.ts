@@ -157,18 +157,25 @@ export class X402Gate {
       nonce: verified.authorization.nonce,
     };
     const expiry = reservationExpiryMs(BigInt(verified.authorization.validBefore));
-    if (!(await this.#options.nonces.reserve(nonce, expiry))) {
-      return refuse(this.challenge(route, sale, "nonce_already_used"));
+    let reserved: boolean;
+    try {
+      reserved = await this.#options.nonces.reserve(nonce, expiry);
+    } catch {
+      // Without the ledger a replay cannot be ruled out: refuse rather than risk one.
+      return refuse(
+        jsonRefusal(503, { error: "nonce_ledger_unavailable" }, { "retry-after": "1" }),
+      );
     }
+    if (!reserved) return refuse(this.challenge(route, sale, "nonce_already_used"));
     const facilitator = this.#options.facilitator;
     if (facilitator === null) {
-      await this.#options.nonces.release(nonce);
+      await this.#release(nonce);
       return refuse(jsonRefusal(503, { error: "payments_unavailable" }));
     }
     const outcome = await facilitator.verify(facilitatorRequest(verified));
     if (outcome.status !== "valid") {
       // Nothing was settled, so the authorization may still be used.
-      await this.#options.nonces.release(nonce);
+      await this.#release(nonce);
       if (outcome.status === "declined") {
         return refuse(this.challenge(route, sale, outcome.reason));
       }
@@ -179,7 +186,19 @@ export class X402Gate {
 
   /** The handler did not succeed: nothing is settled and the authorization stays usable. */
   async abandon(pending: PendingPayment): Promise<void> {
-    await this.#options.nonces.release(pending.nonce);
+    await this.#release(pending.nonce);
+  }
+
+  /**
+   * Frees a reservation that no settlement used. If the ledger cannot be reached the nonce
+   * stays reserved until it expires: the payer signs a new authorization, nothing is lost.
+   */
+  async #release(nonce: NonceKey): Promise<void> {
+    try {
+      await this.#options.nonces.release(nonce);
+    } catch {
+      // Deliberately conservative; see above.
+    }
   }
 
   /**

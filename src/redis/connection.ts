@@ -1,0 +1,157 @@
+/**
+ * The Redis connection of distributed mode (architecture.md "Two modes, one code path"): one
+ * ioredis client shared by the cap store, the digest cache and the nonce ledger, plus the key
+ * prefix they all write under.
+ *
+ * Everything here serves the request path, where a dead or hung Redis must turn into a fast
+ * error, never into a request that waits: commands are not queued while disconnected, a
+ * command in flight when the connection drops fails at once instead of being resent later,
+ * and every command has a timeout. The client keeps reconnecting in the background, so the
+ * stores work again as soon as Redis is back.
+ */
+import { createHash } from "node:crypto";
+import { Redis } from "ioredis";
+
+/** What the connection logs: state changes only, never keys, values or the URL. */
+export interface RedisLog {
+  warn(message: string): void;
+  info(message: string): void;
+}
+
+export interface RedisConnectionOptions {
+  /** `REDIS_URL` (redis:// or rediss://). Never logged: it may carry a password. */
+  url: string;
+  /** `REDIS_PREFIX`; a `:` is appended unless it already ends with one. */
+  prefix: string;
+  log?: RedisLog;
+  /** Milliseconds to establish a connection (default 2000). */
+  connectTimeoutMs?: number;
+  /** Milliseconds a command may take before it fails (default 1000). */
+  commandTimeoutMs?: number;
+  /** Client name shown by `CLIENT LIST` (default `receiptd`). */
+  name?: string;
+}
+
+export type RedisHealth = "up" | "down";
+
+export interface RedisConnection {
+  readonly client: Redis;
+  /** The key prefix, ending in `:`. */
+  readonly prefix: string;
+  /** Resolves once the client is ready, or rejects after `timeoutMs` (default 5000). */
+  waitReady(timeoutMs?: number): Promise<void>;
+  /** `up` when Redis answers PING within the command timeout, else `down`; never throws. */
+  ping(): Promise<RedisHealth>;
+  /** Closes the client; later commands fail. Idempotent. */
+  close(): Promise<void>;
+}
+
+const silent: RedisLog = { warn() {}, info() {} };
+
+/** `receiptd` → `receiptd:`, so `<prefix>cap:…` reads as a namespace. */
+export function normalisePrefix(prefix: string): string {
+  return prefix === "" || prefix.endsWith(":") ? prefix : `${prefix}:`;
+}
+
+/** Reconnect delays: quick at first, then every 2 s for as long as Redis stays away. */
+function reconnectDelay(attempt: number): number {
+  return Math.min(100 * attempt, 2000);
+}
+
+/** A content-free description of a connection error: its code or class, never its message. */
+function errorKind(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return typeof code === "string" ? code : error.name;
+  }
+  return "unknown";
+}
+
+export function openRedis(options: RedisConnectionOptions): RedisConnection {
+  const log = options.log ?? silent;
+  const client = new Redis(options.url, {
+    connectionName: options.name ?? "receiptd",
+    connectTimeout: options.connectTimeoutMs ?? 2000,
+    commandTimeout: options.commandTimeoutMs ?? 1000,
+    // 0: a command in flight when the connection drops is failed at once, not resent after
+    // the reconnect (a resent cap increment would count twice; a late answer is useless).
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    retryStrategy: reconnectDelay,
+  });
+  // An outage is logged when it starts and when it ends, not once per reconnect attempt. A
+  // dropped connection may close without any error, so a close we did not ask for counts.
+  let down = false;
+  let closed = false;
+  const markDown = (kind: string) => {
+    if (down || closed) return;
+    down = true;
+    log.warn(`redis unavailable (${kind}); retrying in the background`);
+  };
+  client.on("error", (error: unknown) => markDown(errorKind(error)));
+  client.on("close", () => markDown("connection closed"));
+  client.on("ready", () => {
+    if (!down) return;
+    down = false;
+    log.info("redis available again");
+  });
+  return {
+    client,
+    prefix: normalisePrefix(options.prefix),
+    waitReady(timeoutMs = 5000) {
+      if (client.status === "ready") return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          client.off("ready", onReady);
+          reject(new Error(`redis not ready within ${timeoutMs} ms`));
+        }, timeoutMs);
+        const onReady = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        client.once("ready", onReady);
+      });
+    },
+    async ping() {
+      try {
+        return (await client.ping()) === "PONG" ? "up" : "down";
+      } catch {
+        return "down";
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        await client.quit();
+      } catch {
+        // Not connected: nothing to say goodbye to; stop reconnecting instead.
+        client.disconnect();
+      }
+    },
+  };
+}
+
+/**
+ * A Lua script run by its SHA-1 (EVALSHA), sent in full only when Redis does not know it yet
+ * (first use, or after a restart emptied the script cache).
+ */
+export class LuaScript {
+  readonly #source: string;
+  readonly #sha: string;
+
+  constructor(source: string) {
+    this.#source = source;
+    this.#sha = createHash("sha1").update(source).digest("hex");
+  }
+
+  async run(client: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+      return await client.evalsha(this.#sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
+      return await client.eval(this.#source, keys.length, ...keys, ...args);
+    }
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * The two modes of architecture.md, chosen in one place: embedded (memory and files in
+ * `DATA_DIR`) unless `REDIS_URL` / `DATABASE_URL` say otherwise. Everything above this module
+ * sees only the interfaces — `DocumentStore`, `DigestCache`, `CapStore`, `NonceLedger` — so
+ * no route knows which mode it runs in.
+ */
+import type { CapStore } from "../access/caps.js";
+import { MemoryCapStore } from "../access/memory-cap-store.js";
+import type { DigestCache } from "../cache/digest-cache.js";
+import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
+import { MemoryNonceLedger, type NonceLedger } from "../payments/nonce-ledger.js";
+import { openRedis, type RedisConnection, type RedisLog } from "../redis/connection.js";
+import { FallbackCapStore } from "../redis/fallback-cap-store.js";
+import { RedisCapStore } from "../redis/redis-cap-store.js";
+import { RedisDigestCache } from "../redis/redis-digest-cache.js";
+import { RedisNonceLedger } from "../redis/redis-nonce-ledger.js";
+import type { DocumentStore } from "../storage/document-store.js";
+import { openDocumentStore } from "../storage/open.js";
+import type { ServiceConfig } from "./config.js";
+
+export type DependencyHealth = "up" | "down";
+
+export interface Backends {
+  documentStore: DocumentStore;
+  digestCache: DigestCache;
+  caps: CapStore;
+  nonces: NonceLedger;
+  /** The shared Redis connection in distributed mode (queues open their own), else null. */
+  redis: RedisConnection | null;
+  /** The state of each external dependency this instance uses (none when embedded). */
+  health(): Promise<{ redis?: DependencyHealth; db?: DependencyHealth }>;
+  close(): Promise<void>;
+}
+
+/** A read that touches the store: a database that cannot answer it is down. */
+async function storeHealth(store: DocumentStore): Promise<DependencyHealth> {
+  try {
+    await store.get("keys", "health-probe");
+    return "up";
+  } catch {
+    return "down";
+  }
+}
+
+export async function openBackends(
+  config: ServiceConfig,
+  options: { clock: () => number; log: RedisLog },
+): Promise<Backends> {
+  const { clock, log } = options;
+  const documentStore = await openDocumentStore(config);
+  const cacheLimits = {
+    ttlSeconds: config.limits.digestCacheTtlSeconds,
+    maxEntries: config.limits.digestCacheMaxEntries,
+  };
+  const redis =
+    config.redisUrl === null
+      ? null
+      : openRedis({ url: config.redisUrl, prefix: config.redisPrefix, log });
+  const digestCache =
+    redis === null
+      ? new MemoryDigestCache(cacheLimits, clock)
+      : new RedisDigestCache(redis, cacheLimits, clock);
+  // When Redis is briefly down, caps are counted per process (and that is logged) so that
+  // verification keeps answering; nonces have no such fallback, so paid calls get 503.
+  const caps =
+    redis === null
+      ? new MemoryCapStore(clock)
+      : new FallbackCapStore(new RedisCapStore(redis, clock), { now: clock, log });
+  const nonces =
+    redis === null ? new MemoryNonceLedger({ now: clock }) : new RedisNonceLedger(redis);
+  return {
+    documentStore,
+    digestCache,
+    caps,
+    nonces,
+    redis,
+    async health() {
+      const report: { redis?: DependencyHealth; db?: DependencyHealth } = {};
+      if (redis !== null) report.redis = await redis.ping();
+      if (config.databaseUrl !== null) report.db = await storeHealth(documentStore);
+      return report;
+    },
+    async close() {
+      await digestCache.close();
+      await caps.close();
+      await nonces.close();
+      await documentStore.close();
+      await redis?.close();
+    },
+  };
+}

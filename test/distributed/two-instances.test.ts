@@ -1,0 +1,109 @@
+/**
+ * Distributed mode at the HTTP level (architecture.md "Two modes, one code path"): two web
+ * instances sharing one Redis and one PostgreSQL schema behave as one service — caps are hit
+ * at the same count whichever instance serves, a cache miss on one is a hit on the other, an
+ * anchor posted to one is readable from the other; `/health` reports both dependencies.
+ * Everything lives under a private Redis prefix and a private PostgreSQL schema.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { keysUnder, openTestRedis, randomPrefix, SHARED_REDIS_URL } from "../redis/support.js";
+import { startTestService, type TestService } from "../service/support/service.js";
+import { corpusBytes } from "../support/corpus.js";
+import { pendingProof, sha256 } from "../support/ots.js";
+import { DATABASE_URL, dropSchema, privateSchema } from "../support/pg.js";
+
+const GOOD = corpusBytes("vectors/01_happy_minimal.json");
+
+describe("two web instances on one Redis and one PostgreSQL", () => {
+  const prefix = randomPrefix();
+  const schema = privateSchema();
+  let first: TestService;
+  let second: TestService;
+
+  before(async () => {
+    const shared = {
+      redisUrl: SHARED_REDIS_URL,
+      redisPrefix: prefix,
+      databaseUrl: DATABASE_URL,
+      databaseSchema: schema,
+    };
+    first = await startTestService(shared, { anonymous: true });
+    second = await startTestService(shared, { anonymous: true });
+  });
+  after(async () => {
+    await first.close();
+    await second.close();
+    const cleanup = await openTestRedis(prefix);
+    const keys = await keysUnder(cleanup.client, prefix);
+    if (keys.length > 0) await cleanup.client.unlink(...keys);
+    await cleanup.close();
+    await dropSchema(schema);
+  });
+
+  test("/health reports Redis and PostgreSQL", async () => {
+    const health = await first.app.inject({ method: "GET", url: "/health" });
+    assert.equal(health.statusCode, 200);
+    assert.deepEqual(health.json(), { ok: true, redis: "up", db: "up" });
+  });
+
+  test("a key made through one instance works on the other, and its cap is shared", async () => {
+    const { key } = await first.app.accessServices.keys.create({ name: "shared", dailyCap: 5 });
+    const statuses: number[] = [];
+    const remaining: unknown[] = [];
+    for (let call = 0; call < 7; call += 1) {
+      const service = call % 2 === 0 ? first : second;
+      const response = await service.app.inject({
+        method: "POST",
+        url: "/verify",
+        headers: { "x-svc-key": key },
+        payload: GOOD,
+      });
+      statuses.push(response.statusCode);
+      remaining.push(response.headers["x-ratelimit-remaining"]);
+    }
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429]);
+    assert.deepEqual(remaining, ["4", "3", "2", "1", "0", "0", "0"]);
+  });
+
+  test("a cache miss on one instance is a hit on the other", async () => {
+    const { key } = await first.app.accessServices.keys.create({ name: "cache" });
+    const headers = { "x-svc-key": key };
+    const miss = await first.app.inject({
+      method: "POST",
+      url: "/verify?cache=1",
+      headers,
+      payload: GOOD,
+    });
+    assert.equal(miss.json().cache.hit, false);
+    const hit = await second.app.inject({
+      method: "POST",
+      url: "/verify?cache=1",
+      headers,
+      payload: GOOD,
+    });
+    assert.equal(hit.json().cache.hit, true);
+    assert.equal(hit.json().cache.cached_at, miss.json().cache.cached_at);
+  });
+
+  test("an anchor posted to one instance is readable from the other", async () => {
+    const { key } = await second.app.accessServices.keys.create({ name: "anchors" });
+    const digest = sha256("two instances");
+    const posted = await first.app.inject({
+      method: "POST",
+      url: "/anchors",
+      headers: { "x-svc-key": key },
+      payload: {
+        digest: `sha256:${digest.toString("hex")}`,
+        proof: pendingProof(digest).toString("base64"),
+      },
+    });
+    assert.equal(posted.statusCode, 200, posted.body);
+    const read = await second.app.inject({
+      method: "GET",
+      url: `/anchors/sha256:${digest.toString("hex")}`,
+    });
+    assert.equal(read.statusCode, 200);
+    assert.equal(read.json().digest, `sha256:${digest.toString("hex")}`);
+  });
+});

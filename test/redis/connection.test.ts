@@ -1,0 +1,113 @@
+/** The Redis connection: fail fast, log outages once, reconnect in the background. */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { normalisePrefix, openRedis } from "../../src/redis/connection.js";
+import { RedisCapStore } from "../../src/redis/redis-cap-store.js";
+import { at } from "../access/cap-store-contract.js";
+import {
+  disposeTestRedis,
+  openTestRedis,
+  type PrivateRedis,
+  randomPrefix,
+  startPrivateRedis,
+} from "./support.js";
+
+function recordingLog() {
+  const lines: string[] = [];
+  return {
+    lines,
+    log: {
+      warn: (message: string) => lines.push(`warn: ${message}`),
+      info: (message: string) => lines.push(`info: ${message}`),
+    },
+  };
+}
+
+describe("Redis connection", () => {
+  test("the prefix always ends in a colon", async () => {
+    assert.equal(normalisePrefix("receiptd"), "receiptd:");
+    assert.equal(normalisePrefix("receiptd:"), "receiptd:");
+    assert.equal(normalisePrefix(""), "");
+    const connection = await openTestRedis("receiptd-test-abc");
+    try {
+      assert.equal(connection.prefix, "receiptd-test-abc:");
+    } finally {
+      await disposeTestRedis(connection);
+    }
+  });
+
+  test("ping answers up on the shared Redis; close is idempotent", async () => {
+    const connection = await openTestRedis();
+    assert.equal(await connection.ping(), "up");
+    await disposeTestRedis(connection);
+    await connection.close();
+    assert.equal(await connection.ping(), "down");
+  });
+
+  test("a Redis that never answers: commands fail, ready times out, ping is down", async () => {
+    // Port 1 on loopback refuses connections.
+    const { lines, log } = recordingLog();
+    const connection = openRedis({ url: "redis://127.0.0.1:1", prefix: randomPrefix(), log });
+    try {
+      await assert.rejects(connection.waitReady(300), /not ready within 300 ms/);
+      assert.equal(await connection.ping(), "down");
+      await assert.rejects(new RedisCapStore(connection).consume("anonymous", 1));
+      assert.deepEqual(lines, [
+        "warn: redis unavailable (ECONNREFUSED); retrying in the background",
+      ]);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  describe("on a private Redis", () => {
+    let redis: PrivateRedis;
+    before(async () => {
+      redis = await startPrivateRedis();
+    });
+    after(() => redis.stop());
+
+    test("a hung Redis fails commands at the command timeout instead of hanging", async () => {
+      const connection = await openTestRedis(undefined, redis.url, { commandTimeoutMs: 200 });
+      try {
+        const store = new RedisCapStore(connection);
+        redis.pause();
+        await assert.rejects(
+          store.consume("anonymous", 1, at("2026-11-21T10:00:00Z")),
+          /Command timed out/,
+        );
+        assert.equal(await connection.ping(), "down");
+        redis.resume();
+        assert.equal(await connection.ping(), "up");
+      } finally {
+        redis.resume();
+        await connection.close();
+      }
+    });
+
+    test("an outage is logged once when it starts and once when it ends", async () => {
+      const { lines, log } = recordingLog();
+      const connection = openRedis({ url: redis.url, prefix: randomPrefix(), log });
+      try {
+        await connection.waitReady();
+        await redis.stop();
+        assert.equal(await connection.ping(), "down");
+        assert.equal(await connection.ping(), "down");
+        await redis.start();
+        await connection.waitReady(10_000);
+        assert.equal(await connection.ping(), "up");
+        // Whether the kill surfaces as a reset or a plain close is up to the kernel.
+        assert.equal(lines.length, 2, lines.join("\n"));
+        assert.match(
+          lines[0]!,
+          /^warn: redis unavailable \((ECONNRESET|ECONNREFUSED|connection closed)\); retrying/,
+        );
+        assert.equal(lines[1], "info: redis available again");
+      } finally {
+        await connection.close();
+      }
+      // Closing on purpose is not an outage.
+      assert.equal(lines.length, 2);
+    });
+  });
+});
