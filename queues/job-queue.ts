@@ -67,7 +67,15 @@ export class JobFailedError extends Error {
 }
 
 export class QueueClosedError extends Error {
-  override readonly name = "QueueClosedError";
+  override readonly name: string = "QueueClosedError";
+}
+
+/**
+ * The queue's backend (Redis) cannot be reached, so the job was not accepted. A kind of
+ * `QueueClosedError` because callers answer both alike: not now, nothing was done, retry.
+ */
+export class QueueUnavailableError extends QueueClosedError {
+  override readonly name = "QueueUnavailableError";
 }
 
 /**

@@ -29,6 +29,11 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
     usage: "receiptd serve [--host HOST] [--port PORT]",
     run: async (argv) => (await import("./serve.js")).main(argv),
   },
+  worker: {
+    summary: "run the BullMQ queue workers of distributed mode (REDIS_URL; see --help)",
+    usage: "receiptd worker",
+    run: async (argv) => (await import("./worker.js")).main(argv),
+  },
   anchor: {
     summary: "verify an OpenTimestamps proof against block headers (exit 0 iff verified)",
     usage:

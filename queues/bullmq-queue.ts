@@ -1,0 +1,247 @@
+/**
+ * The distributed `JobQueue` (architecture.md "Two modes, one code path"): the producer side of
+ * a BullMQ queue. Jobs are added under their business-key id and run on `receiptd worker`
+ * processes (queues/bullmq-worker.ts); a submission waits for the outcome through QueueEvents.
+ *
+ * Not `Job.waitUntilFinished` (protocols.md §5.2: it races and hangs once the job is removed):
+ * - events are read from the stream position taken before the first job was added, so an event
+ *   is never missed however late the blocking reader starts;
+ * - the waiter is registered before the add, and after it the job is looked up once, for the
+ *   one case no event will announce: a duplicate id whose job had already finished;
+ * - a timer answers `pending` after `waitMs`; the job itself is durable in Redis by then.
+ *
+ * Producers fail fast: with Redis unreachable a submission rejects at once with
+ * `QueueUnavailableError` (no offline queue, no retries), and the routes answer 503.
+ */
+import { Job, Queue, QueueEvents } from "bullmq";
+import { Redis } from "ioredis";
+import {
+  assertJobId,
+  JobFailedError,
+  type JobQueue,
+  type JobQueueOptions,
+  type JsonData,
+  QueueClosedError,
+  QueueUnavailableError,
+  type SubmitOptions,
+  type SubmitOutcome,
+} from "./job-queue.js";
+
+export interface BullMqQueueOptions extends JobQueueOptions {
+  /** `REDIS_URL`. */
+  redisUrl: string;
+  /** `REDIS_PREFIX`: BullMQ's key prefix, shared by producers and workers of a deployment. */
+  prefix: string;
+  /** Runs of a job before it fails for good (BullMQ `attempts`). */
+  attempts?: number;
+  /** First retry delay; each later one doubles (BullMQ exponential backoff). */
+  backoffMs?: number;
+  /** Called with connection errors (ioredis emits them while it reconnects). */
+  onError?: (error: Error) => void;
+}
+
+export const DEFAULT_ATTEMPTS = 5;
+export const DEFAULT_BACKOFF_MS = 1000;
+const DEFAULT_RETAIN_COMPLETED = 1000;
+/** Completed jobs are also forgotten after a day, whatever their number. */
+const RETAIN_COMPLETED_SECONDS = 24 * 3600;
+
+type Failure = JobFailedError | QueueClosedError;
+type Settle<Result extends JsonData> = (outcome: SubmitOutcome<Result> | Failure) => void;
+
+export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
+  implements JobQueue<Payload, Result>
+{
+  readonly #prefix: string;
+  readonly #client: Redis;
+  readonly #eventsClient: Redis;
+  readonly #queue: Queue;
+  readonly #jobOptions: {
+    attempts: number;
+    backoff: { type: "exponential"; delay: number };
+    removeOnComplete: true | { count: number; age: number };
+    removeOnFail: true;
+  };
+  readonly #waiters = new Map<string, Set<Settle<Result>>>();
+  readonly #adding = new Set<Promise<unknown>>();
+  #events: Promise<QueueEvents> | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(
+    readonly name: string,
+    options: BullMqQueueOptions,
+  ) {
+    this.#prefix = options.prefix;
+    const onError = options.onError ?? (() => {});
+    this.#client = new Redis(options.redisUrl, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+    });
+    this.#client.on("error", onError);
+    // QueueEvents blocks on XREAD: its own connection, which may wait as long as it needs.
+    this.#eventsClient = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+    this.#eventsClient.on("error", onError);
+    this.#queue = new Queue(name, { connection: this.#client, prefix: options.prefix });
+    this.#queue.on("error", onError);
+    const retain = options.retainCompleted ?? DEFAULT_RETAIN_COMPLETED;
+    this.#jobOptions = {
+      attempts: options.attempts ?? DEFAULT_ATTEMPTS,
+      backoff: { type: "exponential", delay: options.backoffMs ?? DEFAULT_BACKOFF_MS },
+      removeOnComplete: retain === 0 ? true : { count: retain, age: RETAIN_COMPLETED_SECONDS },
+      // A failed job is forgotten (job-queue.ts), so its id runs again when submitted again.
+      removeOnFail: true,
+    };
+  }
+
+  async submit(
+    jobId: string,
+    payload: Payload,
+    options: SubmitOptions,
+  ): Promise<SubmitOutcome<Result>> {
+    assertJobId(jobId);
+    if (this.#closing !== undefined) throw new QueueClosedError(`queue ${this.name} is closed`);
+    try {
+      await this.#connected();
+      await this.#startEvents();
+    } catch (error) {
+      throw unavailable(this.name, error);
+    }
+    const { outcome, settle } = this.#wait(jobId, options.waitMs);
+    const adding = this.#add(jobId, payload, settle);
+    this.#adding.add(adding);
+    try {
+      await adding;
+    } catch (error) {
+      settle(unavailable(this.name, error));
+    } finally {
+      this.#adding.delete(adding);
+    }
+    const settled = await outcome;
+    if (settled instanceof Error) throw settled;
+    return settled;
+  }
+
+  async #add(jobId: string, payload: Payload, settle: Settle<Result>): Promise<void> {
+    await this.#queue.add(this.name, payload, { jobId, ...this.#jobOptions });
+    // A duplicate add is ignored; if that job has already finished, no event will tell.
+    const job = await Job.fromId<Payload, Result>(this.#queue, jobId);
+    if (job === undefined) return;
+    const state = await job.getState();
+    if (state === "completed") {
+      settle({ state: "completed", jobId, result: job.returnvalue });
+    } else if (state === "failed") {
+      // Only a job added by another producer with its own removeOnFail is kept failed: forget
+      // it, as ours are, so that the next submission runs the id again.
+      settle(new JobFailedError(this.name, jobId, job.failedReason));
+      await job.remove().catch(() => {});
+    }
+  }
+
+  /**
+   * BullMQ would wait for a reconnection without bound; a producer answers now instead. Only
+   * the first connection, still under way, is waited for: until it connects or fails once.
+   */
+  async #connected(): Promise<void> {
+    const client = this.#client;
+    if (client.status === "ready") return;
+    if (client.status !== "connecting" && client.status !== "connect") {
+      throw new Error(`connection ${client.status}`);
+    }
+    await new Promise<void>((resolve, reject) => {
+      const onReady = () => {
+        client.off("error", onFailure);
+        resolve();
+      };
+      const onFailure = (error: Error) => {
+        client.off("ready", onReady);
+        reject(error);
+      };
+      client.once("ready", onReady);
+      client.once("error", onFailure);
+    });
+  }
+
+  /** Registers a waiter for the job's outcome, answered `pending` after `waitMs`. */
+  #wait(jobId: string, waitMs: number) {
+    let settle!: Settle<Result>;
+    const outcome = new Promise<SubmitOutcome<Result> | Failure>((resolve) => {
+      const timer = setTimeout(() => settle({ state: "pending", jobId }), waitMs);
+      settle = (value) => {
+        clearTimeout(timer);
+        const waiters = this.#waiters.get(jobId);
+        waiters?.delete(settle);
+        if (waiters?.size === 0) this.#waiters.delete(jobId);
+        resolve(value);
+      };
+    });
+    let waiters = this.#waiters.get(jobId);
+    if (waiters === undefined) {
+      waiters = new Set();
+      this.#waiters.set(jobId, waiters);
+    }
+    waiters.add(settle);
+    return { outcome, settle };
+  }
+
+  #settleAll(jobId: string, value: SubmitOutcome<Result> | Failure): void {
+    for (const settle of [...(this.#waiters.get(jobId) ?? [])]) settle(value);
+  }
+
+  /** Starts reading the events stream from its current end, once, before the first add. */
+  #startEvents(): Promise<QueueEvents> {
+    if (this.#events === undefined) {
+      this.#events = this.#openEvents();
+      this.#events.catch(() => {
+        this.#events = undefined;
+      });
+    }
+    return this.#events;
+  }
+
+  async #openEvents(): Promise<QueueEvents> {
+    const last = await this.#client.xrevrange(this.#queue.keys.events ?? "", "+", "-", "COUNT", 1);
+    const events = new QueueEvents(this.name, {
+      connection: this.#eventsClient,
+      prefix: this.#prefix,
+      lastEventId: last[0]?.[0] ?? "0-0",
+    });
+    events.on("error", () => {});
+    events.on("completed", ({ jobId, returnvalue }) => {
+      this.#settleAll(jobId, { state: "completed", jobId, result: returnvalue as Result });
+    });
+    // QueueEvents reports `failed` once the last attempt has failed, not at each retry.
+    events.on("failed", ({ jobId, failedReason }) => {
+      this.#settleAll(jobId, new JobFailedError(this.name, jobId, failedReason));
+    });
+    await events.waitUntilReady();
+    return events;
+  }
+
+  /**
+   * Accepts no more jobs. Accepted jobs live on in Redis and finish on the workers, so
+   * submissions still waiting are answered `pending` rather than held.
+   */
+  close(): Promise<void> {
+    if (this.#closing === undefined) this.#closing = this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    await Promise.allSettled([...this.#adding]);
+    for (const [jobId, waiters] of [...this.#waiters]) {
+      for (const settle of [...waiters]) settle({ state: "pending", jobId });
+    }
+    const events = await this.#events?.catch(() => undefined);
+    await events?.close().catch(() => {});
+    await this.#queue.close().catch(() => {});
+    this.#eventsClient.disconnect();
+    this.#client.disconnect();
+  }
+}
+
+function unavailable(queue: string, error: unknown): QueueUnavailableError {
+  const message = error instanceof Error ? error.message : String(error);
+  return new QueueUnavailableError(`queue ${queue}: Redis is not reachable: ${message}`, {
+    cause: error,
+  });
+}

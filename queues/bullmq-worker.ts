@@ -1,0 +1,132 @@
+/**
+ * The consumer side of the distributed queues: BullMQ Workers running the same processor
+ * functions as the embedded `InProcessQueue`. A job runs at least once (a worker killed
+ * mid-job has its job taken over once its lock expires), so processors are idempotent and the
+ * document store's `create` keeps every business key to one document.
+ */
+import { type Job, UnrecoverableError, Worker } from "bullmq";
+import { Redis } from "ioredis";
+import type { DocumentStore } from "../src/storage/document-store.js";
+import type { Ed25519Signer } from "../src/verifier/crypto/ed25519.js";
+import { ANCHORS_QUEUE, anchorsProcessor } from "./anchors.js";
+import type { JobProcessor, JsonData } from "./job-queue.js";
+import { InvalidSettlementError, SETTLEMENTS_QUEUE, settlementsProcessor } from "./settlements.js";
+
+/** Where workers report; content-free (queue, job id, error message). A pino logger fits. */
+export interface WorkerLog {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+  error(details: object, message: string): void;
+}
+
+export interface BullMqWorkerOptions {
+  redisUrl: string;
+  prefix: string;
+  /** Jobs of this queue running at once in this process (processors wait on I/O). */
+  concurrency?: number;
+  /**
+   * How long a job's lock lasts without renewal. A worker killed mid-job leaves its job
+   * locked this long before another takes it over. BullMQ default: 30 s.
+   */
+  lockDurationMs?: number;
+  /** How often this worker looks for jobs whose lock expired. BullMQ default: 30 s. */
+  stalledIntervalMs?: number;
+  /** Errors that retrying cannot mend: the job fails at once, without its other attempts. */
+  isPermanent?: (error: unknown) => boolean;
+  log: WorkerLog;
+}
+
+export const DEFAULT_WORKER_CONCURRENCY = 8;
+export const DEFAULT_LOCK_DURATION_MS = 30_000;
+export const DEFAULT_STALLED_INTERVAL_MS = 30_000;
+
+/** A running worker, whatever its job types. */
+export interface QueueWorker {
+  readonly name: string;
+  ready(): Promise<void>;
+  close(timeoutMs: number): Promise<void>;
+}
+
+export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
+  implements QueueWorker
+{
+  readonly #connection: Redis;
+  readonly #worker: Worker<Payload, Result>;
+
+  constructor(
+    readonly name: string,
+    processor: JobProcessor<Payload, Result>,
+    options: BullMqWorkerOptions,
+  ) {
+    const { log } = options;
+    const isPermanent = options.isPermanent ?? (() => false);
+    // Workers wait on Redis as long as it takes (BullMQ requires maxRetriesPerRequest: null).
+    this.#connection = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+    this.#connection.on("error", (error) => log.warn({ queue: name, err: error.message }, "redis"));
+    this.#worker = new Worker<Payload, Result>(
+      name,
+      async (job: Job<Payload, Result>) => {
+        try {
+          return await processor(job.data, job.id ?? "");
+        } catch (error) {
+          if (!isPermanent(error)) throw error;
+          throw new UnrecoverableError(error instanceof Error ? error.message : String(error));
+        }
+      },
+      {
+        connection: this.#connection,
+        prefix: options.prefix,
+        concurrency: options.concurrency ?? DEFAULT_WORKER_CONCURRENCY,
+        lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
+        stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
+      },
+    );
+    this.#worker.on("error", (error) => log.error({ queue: name, err: error.message }, "worker"));
+    this.#worker.on("failed", (job, error) => {
+      const final = job === undefined || job.attemptsMade >= (job.opts.attempts ?? 1);
+      log.warn(
+        { queue: name, jobId: job?.id, attempt: job?.attemptsMade, final, err: error.message },
+        "job failed",
+      );
+    });
+    this.#worker.on("stalled", (jobId) => log.warn({ queue: name, jobId }, "job stalled"));
+  }
+
+  /** Resolves once the worker is connected and taking jobs. */
+  async ready(): Promise<void> {
+    await this.#worker.waitUntilReady();
+  }
+
+  /**
+   * Takes no more jobs and waits up to `timeoutMs` for the active ones. Jobs still running then
+   * are abandoned: their locks expire and another worker runs them again.
+   */
+  async close(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), timeoutMs);
+    });
+    const closed = this.#worker.close().then(() => false);
+    if (await Promise.race([closed, timedOut])) await this.#worker.close(true);
+    clearTimeout(timer);
+    this.#connection.disconnect();
+  }
+}
+
+export interface ReceiptdWorkersOptions extends Omit<BullMqWorkerOptions, "isPermanent"> {
+  store: DocumentStore;
+  /** The service key, asked per job so that a rotation is followed. */
+  signer: () => Ed25519Signer;
+}
+
+/** The workers of `receiptd worker`: one per queue the web processes feed. */
+export function startReceiptdWorkers(options: ReceiptdWorkersOptions): QueueWorker[] {
+  const { store, signer, ...workerOptions } = options;
+  const anchors = new BullMqWorker(ANCHORS_QUEUE, anchorsProcessor(store), workerOptions);
+  const settlements = new BullMqWorker(SETTLEMENTS_QUEUE, settlementsProcessor(store, signer), {
+    ...workerOptions,
+    // An invalid payload stays invalid: fail it now instead of retrying it.
+    isPermanent: (error) => error instanceof InvalidSettlementError,
+  });
+  return [anchors, settlements];
+}

@@ -1,0 +1,137 @@
+/**
+ * `receiptd worker`: the queue consumer of distributed mode (Procfile `worker:`). It runs the
+ * anchors and settlements jobs that web processes (and external producers) put on BullMQ,
+ * writing to the same document store and signing settlement receipts with the same service
+ * key as the web processes.
+ */
+import { parseArgs } from "node:util";
+import {
+  type QueueWorker,
+  startReceiptdWorkers,
+  type WorkerLog,
+} from "../../queues/bullmq-worker.js";
+import { ConfigError, type LogLevel, loadConfig, type ServiceConfig } from "../service/config.js";
+import { loadOrCreateServiceKey, ServiceIdentity } from "../service/service-key.js";
+import { openDocumentStore } from "../storage/open.js";
+import { type CliIo, isParseArgsError, processIo } from "./entry.js";
+
+export const USAGE = "usage: receiptd worker";
+
+const HELP = `${USAGE}
+
+Runs the anchors and settlements queue workers until SIGTERM or SIGINT: it then takes no more
+jobs and lets active ones finish (at most WORKER_SHUTDOWN_MS), and a second signal stops at once.
+Environment: REDIS_URL (required), REDIS_PREFIX (receiptd), DATA_DIR (./data: document store and
+service key), LOG_LEVEL (info), WORKER_CONCURRENCY (8 jobs per queue),
+WORKER_LOCK_DURATION_MS (30000) and WORKER_STALLED_INTERVAL_MS (30000): a crashed worker's jobs
+are taken over within about their sum; WORKER_SHUTDOWN_MS (25000).
+`;
+
+interface WorkerSettings {
+  concurrency: number;
+  lockDurationMs: number;
+  stalledIntervalMs: number;
+  shutdownMs: number;
+}
+
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const text = env[name];
+  if (text === undefined || text === "") return fallback;
+  if (!/^[1-9][0-9]{0,8}$/.test(text)) {
+    throw new ConfigError(`${name} must be a positive integer, got '${text}'`);
+  }
+  return Number(text);
+}
+
+function workerSettings(env: NodeJS.ProcessEnv): WorkerSettings {
+  return {
+    concurrency: positiveInteger(env, "WORKER_CONCURRENCY", 8),
+    lockDurationMs: positiveInteger(env, "WORKER_LOCK_DURATION_MS", 30_000),
+    stalledIntervalMs: positiveInteger(env, "WORKER_STALLED_INTERVAL_MS", 30_000),
+    shutdownMs: positiveInteger(env, "WORKER_SHUTDOWN_MS", 25_000),
+  };
+}
+
+const LEVELS: LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal"];
+
+/** JSON lines on stderr, in the shape of the web process's pino logs. */
+function jsonLog(level: LogLevel, io: CliIo): WorkerLog {
+  const threshold = level === "silent" ? Number.POSITIVE_INFINITY : LEVELS.indexOf(level);
+  const write = (name: LogLevel) => (details: object, msg: string) => {
+    if (LEVELS.indexOf(name) < threshold) return;
+    io.stderr(`${JSON.stringify({ level: name, time: Date.now(), ...details, msg })}\n`);
+  };
+  return { info: write("info"), warn: write("warn"), error: write("error") };
+}
+
+/** Resolves after a signal once the workers have stopped. */
+export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
+  let help: boolean | undefined;
+  try {
+    help = parseArgs({ args: argv, options: { help: { type: "boolean", short: "h" } } }).values
+      .help;
+  } catch (error) {
+    if (!isParseArgsError(error)) throw error;
+    io.stderr(`error: ${error.message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (help) {
+    io.stdout(HELP);
+    return 0;
+  }
+  let config: ServiceConfig;
+  let settings: WorkerSettings;
+  try {
+    config = loadConfig(process.env);
+    settings = workerSettings(process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    io.stderr(`error: ${error.message}\n`);
+    return 2;
+  }
+  if (config.redisUrl === null) {
+    io.stderr("error: receiptd worker needs REDIS_URL: it consumes the BullMQ queues in Redis\n");
+    return 2;
+  }
+  const log = jsonLog(config.logLevel, io);
+  await loadOrCreateServiceKey(config.dataDir);
+  const identity = ServiceIdentity.open(config.dataDir);
+  const store = await openDocumentStore(config);
+  const workers = startReceiptdWorkers({
+    redisUrl: config.redisUrl,
+    prefix: config.redisPrefix,
+    concurrency: settings.concurrency,
+    lockDurationMs: settings.lockDurationMs,
+    stalledIntervalMs: settings.stalledIntervalMs,
+    store,
+    signer: () => identity.signer(),
+    log,
+  });
+  await Promise.all(workers.map((worker) => worker.ready()));
+  log.info({ queues: workers.map((worker) => worker.name) }, "worker ready");
+  await stopSignal();
+  log.info({}, "worker stopping");
+  await stop(workers, settings.shutdownMs);
+  await store.close();
+  log.info({}, "worker stopped");
+  return 0;
+}
+
+/** The first SIGTERM or SIGINT; a second one ends the process at once. */
+function stopSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const onSignal = () => {
+      process.off("SIGTERM", onSignal);
+      process.off("SIGINT", onSignal);
+      process.once("SIGTERM", () => process.exit(1));
+      process.once("SIGINT", () => process.exit(1));
+      resolve();
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+  });
+}
+
+async function stop(workers: QueueWorker[], timeoutMs: number): Promise<void> {
+  await Promise.all(workers.map((worker) => worker.close(timeoutMs)));
+}
