@@ -14,6 +14,10 @@ function collect(dir) {
   return files;
 }
 
+// Redis and PostgreSQL: the running ones, or started here when they are down.
+const services = spawnSync(process.execPath, ["scripts/ensure-services.mjs"], { stdio: "inherit" });
+if (services.status !== 0) process.exit(services.status ?? 1);
+
 const only = process.argv.slice(2);
 const files = only.length > 0 ? only : collect("test");
 const result = spawnSync(

@@ -3,26 +3,14 @@
  * (`server.ts`), so tests drive the same app with `inject()` or a socket on port 0.
  */
 import Fastify, { type FastifyInstance } from "fastify";
-import {
-  ANCHORS_QUEUE,
-  ANCHORS_QUEUE_OPTIONS,
-  type AnchorsQueue,
-  anchorsProcessor,
-} from "../../queues/anchors.js";
-import { InProcessQueue } from "../../queues/in-process-queue.js";
-import {
-  recordSettlement,
-  SETTLEMENTS_QUEUE,
-  SETTLEMENTS_QUEUE_OPTIONS,
-  type SettlementsQueue,
-  settlementsProcessor,
-} from "../../queues/settlements.js";
+import type { AnchorsQueue } from "../../queues/anchors.js";
+import { recordSettlement, type SettlementsQueue } from "../../queues/settlements.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { loadCorpusSummary } from "../conformance/corpus.js";
 import { loadOrCreateValidatorKey } from "../erc8004/validator-key.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { createAccessServices } from "./access-services.js";
-import { type Backends, openBackends } from "./backends.js";
+import { type Backends, openBackends, openQueues } from "./backends.js";
 import type { ServiceConfig } from "./config.js";
 import { CpuPool } from "./cpu-pool.js";
 import { loadOrCreateInternalToken } from "./internal-token.js";
@@ -124,17 +112,14 @@ export async function buildApp(
     workerData: workerContext,
   });
   app.decorate("cpuPool", pool);
-  const anchorsQueue = new InProcessQueue(
-    ANCHORS_QUEUE,
-    anchorsProcessor(documentStore),
-    ANCHORS_QUEUE_OPTIONS,
-  );
-  app.decorate("anchorsQueue", anchorsQueue);
-  const settlementsQueue = new InProcessQueue(
-    SETTLEMENTS_QUEUE,
-    settlementsProcessor(documentStore, () => identity.signer(), clock),
-    SETTLEMENTS_QUEUE_OPTIONS,
-  );
+  const queues = openQueues(config, {
+    documentStore,
+    signer: () => identity.signer(),
+    clock,
+    log: app.log,
+  });
+  const settlementsQueue = queues.settlements;
+  app.decorate("anchorsQueue", queues.anchors);
   app.decorate("settlementsQueue", settlementsQueue);
   const access = createAccessServices(config, {
     documentStore,
@@ -147,8 +132,7 @@ export async function buildApp(
   // onClose runs once in-flight requests have been answered, so no task is cut short.
   app.addHook("onClose", async () => {
     await pool.close();
-    await anchorsQueue.close();
-    await settlementsQueue.close();
+    await queues.close();
     await access.close();
     await backends.close();
   });

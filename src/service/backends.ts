@@ -1,9 +1,24 @@
 /**
  * The two modes of architecture.md, chosen in one place: embedded (memory and files in
  * `DATA_DIR`) unless `REDIS_URL` / `DATABASE_URL` say otherwise. Everything above this module
- * sees only the interfaces — `DocumentStore`, `DigestCache`, `CapStore`, `NonceLedger` — so
+ * sees only the interfaces — `DocumentStore`, `DigestCache`, `CapStore`, `NonceLedger`,
+ * `JobQueue` — so
  * no route knows which mode it runs in.
  */
+import {
+  ANCHORS_QUEUE,
+  ANCHORS_QUEUE_OPTIONS,
+  type AnchorsQueue,
+  anchorsProcessor,
+} from "../../queues/anchors.js";
+import { BullMqQueue } from "../../queues/bullmq-queue.js";
+import { InProcessQueue } from "../../queues/in-process-queue.js";
+import {
+  SETTLEMENTS_QUEUE,
+  SETTLEMENTS_QUEUE_OPTIONS,
+  type SettlementsQueue,
+  settlementsProcessor,
+} from "../../queues/settlements.js";
 import type { CapStore } from "../access/caps.js";
 import { MemoryCapStore } from "../access/memory-cap-store.js";
 import type { DigestCache } from "../cache/digest-cache.js";
@@ -16,6 +31,7 @@ import { RedisDigestCache } from "../redis/redis-digest-cache.js";
 import { RedisNonceLedger } from "../redis/redis-nonce-ledger.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { openDocumentStore } from "../storage/open.js";
+import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
 import type { ServiceConfig } from "./config.js";
 
 export type DependencyHealth = "up" | "down";
@@ -86,6 +102,60 @@ export async function openBackends(
       await nonces.close();
       await documentStore.close();
       await redis?.close();
+    },
+  };
+}
+
+export interface Queues {
+  anchors: AnchorsQueue;
+  settlements: SettlementsQueue;
+  close(): Promise<void>;
+}
+
+/**
+ * The queues of the mode: in embedded mode jobs run in this process by the same processors;
+ * in distributed mode they go to BullMQ and `receiptd worker` processes run them.
+ */
+export function openQueues(
+  config: ServiceConfig,
+  options: {
+    documentStore: DocumentStore;
+    signer: () => Ed25519Signer;
+    clock: () => number;
+    log: RedisLog;
+  },
+): Queues {
+  const { documentStore, signer, clock, log } = options;
+  const redisUrl = config.redisUrl;
+  const onError = (error: Error) => log.warn(`queue connection error: ${error.name}`);
+  const anchors: AnchorsQueue =
+    redisUrl === null
+      ? new InProcessQueue(ANCHORS_QUEUE, anchorsProcessor(documentStore), ANCHORS_QUEUE_OPTIONS)
+      : new BullMqQueue(ANCHORS_QUEUE, {
+          redisUrl,
+          prefix: config.redisPrefix,
+          ...ANCHORS_QUEUE_OPTIONS,
+          onError,
+        });
+  const settlements: SettlementsQueue =
+    redisUrl === null
+      ? new InProcessQueue(
+          SETTLEMENTS_QUEUE,
+          settlementsProcessor(documentStore, signer, clock),
+          SETTLEMENTS_QUEUE_OPTIONS,
+        )
+      : new BullMqQueue(SETTLEMENTS_QUEUE, {
+          redisUrl,
+          prefix: config.redisPrefix,
+          ...SETTLEMENTS_QUEUE_OPTIONS,
+          onError,
+        });
+  return {
+    anchors,
+    settlements,
+    async close() {
+      await anchors.close();
+      await settlements.close();
     },
   };
 }

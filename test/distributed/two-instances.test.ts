@@ -1,12 +1,18 @@
 /**
  * Distributed mode at the HTTP level (architecture.md "Two modes, one code path"): two web
- * instances sharing one Redis and one PostgreSQL schema behave as one service — caps are hit
+ * instances and two queue workers sharing one Redis and one PostgreSQL schema behave as one
+ * service — caps are hit
  * at the same count whichever instance serves, a cache miss on one is a hit on the other, an
  * anchor posted to one is readable from the other; `/health` reports both dependencies.
  * Everything lives under a private Redis prefix and a private PostgreSQL schema.
  */
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
+import { type QueueWorker, startReceiptdWorkers } from "../../queues/bullmq-worker.js";
+import { ServiceIdentity } from "../../src/service/service-key.js";
+import type { DocumentStore } from "../../src/storage/document-store.js";
+import { openDocumentStore } from "../../src/storage/open.js";
 import { keysUnder, openTestRedis, randomPrefix, SHARED_REDIS_URL } from "../redis/support.js";
 import { startTestService, type TestService } from "../service/support/service.js";
 import { corpusBytes } from "../support/corpus.js";
@@ -20,6 +26,8 @@ describe("two web instances on one Redis and one PostgreSQL", () => {
   const schema = privateSchema();
   let first: TestService;
   let second: TestService;
+  const workers: QueueWorker[] = [];
+  const workerStores: DocumentStore[] = [];
 
   before(async () => {
     const shared = {
@@ -30,10 +38,28 @@ describe("two web instances on one Redis and one PostgreSQL", () => {
     };
     first = await startTestService(shared, { anonymous: true });
     second = await startTestService(shared, { anonymous: true });
+    // Two worker processes' worth of BullMQ workers, each with its own store connection;
+    // they sign with the deployment's key (here the first instance's).
+    const identity = ServiceIdentity.open(first.config.dataDir);
+    for (let index = 0; index < 2; index += 1) {
+      const store = await openDocumentStore(first.config);
+      workerStores.push(store);
+      workers.push(
+        ...startReceiptdWorkers({
+          redisUrl: SHARED_REDIS_URL,
+          prefix,
+          store,
+          signer: () => identity.signer(),
+          log: { info() {}, warn() {}, error() {} },
+        }),
+      );
+    }
   });
   after(async () => {
     await first.close();
     await second.close();
+    for (const worker of workers) await worker.close(5_000);
+    for (const store of workerStores) await store.close();
     const cleanup = await openTestRedis(prefix);
     const keys = await keysUnder(cleanup.client, prefix);
     if (keys.length > 0) await cleanup.client.unlink(...keys);
@@ -105,5 +131,27 @@ describe("two web instances on one Redis and one PostgreSQL", () => {
     });
     assert.equal(read.statusCode, 200);
     assert.equal(read.json().digest, `sha256:${digest.toString("hex")}`);
+  });
+
+  test("a settlement posted to one instance is signed by a worker and served by the other", async () => {
+    const tx = `0x${sha256("two instances tx").toString("hex")}`;
+    const posted = await first.app.inject({
+      method: "POST",
+      url: "/payment-receipts",
+      remoteAddress: "127.0.0.1",
+      headers: { "x-internal-token": await readFile(first.config.internalTokenFile, "utf8") },
+      payload: {
+        tx,
+        network: "eip155:8453",
+        asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+        amount: "10000",
+        payTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+        path: "/verify",
+      },
+    });
+    assert.equal(posted.statusCode, 200, posted.body);
+    const read = await second.app.inject({ method: "GET", url: `/receipts/${tx}` });
+    assert.equal(read.statusCode, 200);
+    assert.equal(read.json().receipt.tx, tx);
   });
 });
