@@ -3,8 +3,7 @@
  * anchors queue stores it; `GET /anchors/{digest}` serves the stored bytes as they are.
  */
 import type { FastifyInstance } from "fastify";
-import { ANCHOR_DIGEST_PATTERN, type AnchorStored, anchorId } from "../../../queues/anchors.js";
-import { JobFailedError, QueueClosedError, type SubmitOutcome } from "../../../queues/job-queue.js";
+import { ANCHOR_DIGEST_PATTERN, anchorId } from "../../../queues/anchors.js";
 import { DocumentStoreUnavailableError } from "../../storage/document-store.js";
 import {
   type AnchorReply,
@@ -12,6 +11,7 @@ import {
   type AnchorTask,
   postAnchorBodySchema,
 } from "../anchor-request.js";
+import { submitDurably } from "../http/durable-write.js";
 import { sendStoredDocument } from "../http/stored-document.js";
 import { rawBody } from "../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
@@ -129,27 +129,20 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
           .send(prepared.json);
       }
       const { digest } = prepared.job;
-      let submitted: SubmitOutcome<AnchorStored>;
-      try {
-        submitted = await app.anchorsQueue.submit(prepared.jobId, prepared.job, {
-          waitMs: storeWaitMs,
-        });
-      } catch (error) {
-        if (!(error instanceof JobFailedError || error instanceof QueueClosedError)) throw error;
-        request.log.error({ err: error.cause ?? error }, "anchor store job failed");
-        return reply
-          .code(503)
-          .header("retry-after", "1")
-          .send({ error: STORE_UNAVAILABLE, detail: WRITE_FAILED });
-      }
-      if (submitted.state === "pending") {
-        const statusUrl = `/anchors/${digest}`;
-        return reply
-          .code(202)
-          .header("location", statusUrl)
-          .send({ stored: false, digest, status_url: statusUrl });
-      }
-      const { outcome, status, bytes } = submitted.result;
+      const stored = await submitDurably(request, reply, app.anchorsQueue, {
+        jobId: prepared.jobId,
+        job: prepared.job,
+        waitMs: storeWaitMs,
+        statusUrl: `/anchors/${digest}`,
+        pending: { digest },
+        unavailable: {
+          error: STORE_UNAVAILABLE,
+          detail: WRITE_FAILED,
+          log: "anchor store job failed",
+        },
+      });
+      if (stored === null) return reply;
+      const { outcome, status, bytes } = stored;
       return reply.code(200).send({ stored: true, digest, status, bytes, outcome });
     },
   );

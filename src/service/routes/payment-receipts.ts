@@ -4,10 +4,10 @@
  * settlements queue signs and stores the receipt, and the answer comes once it is durable.
  */
 import type { FastifyInstance } from "fastify";
-import { JobFailedError, QueueClosedError, type SubmitOutcome } from "../../../queues/job-queue.js";
-import type { SettlementJobRequest, SettlementStored } from "../../../queues/settlements.js";
+import type { SettlementJobRequest } from "../../../queues/settlements.js";
 import { dumpCompact } from "../../verifier/json/dump.js";
 import { taskModuleUrl } from "../cpu-pool.js";
+import { submitDurably } from "../http/durable-write.js";
 import type { InternalToken } from "../internal-token.js";
 import {
   type PaymentReceiptRefusal,
@@ -110,27 +110,20 @@ export async function paymentReceiptRoutes(
           .send(prepared.json);
       }
       const { tx } = prepared.job;
-      let submitted: SubmitOutcome<SettlementStored>;
-      try {
-        submitted = await app.settlementsQueue.submit(prepared.jobId, prepared.job, {
-          waitMs: storeWaitMs,
-        });
-      } catch (error) {
-        if (!(error instanceof JobFailedError || error instanceof QueueClosedError)) throw error;
-        request.log.error({ err: error.cause ?? error }, "settlement receipt job failed");
-        return reply
-          .code(503)
-          .header("retry-after", "1")
-          .send({ error: SETTLEMENT_STORE_UNAVAILABLE, detail: WRITE_FAILED });
-      }
-      if (submitted.state === "pending") {
-        const statusUrl = `/receipts/${tx}`;
-        return reply
-          .code(202)
-          .header("location", statusUrl)
-          .send({ stored: false, tx, status_url: statusUrl });
-      }
-      const { digest, idempotent, receipt } = submitted.result;
+      const stored = await submitDurably(request, reply, app.settlementsQueue, {
+        jobId: prepared.jobId,
+        job: prepared.job,
+        waitMs: storeWaitMs,
+        statusUrl: `/receipts/${tx}`,
+        pending: { tx },
+        unavailable: {
+          error: SETTLEMENT_STORE_UNAVAILABLE,
+          detail: WRITE_FAILED,
+          log: "settlement receipt job failed",
+        },
+      });
+      if (stored === null) return reply;
+      const { digest, idempotent, receipt } = stored;
       // Serialised here, not by the response schema, which would reorder the receipt's members.
       const answer = { stored: true, tx, digest, ...(idempotent ? { idempotent } : {}), receipt };
       return reply.code(200).type("application/json; charset=utf-8").send(dumpCompact(answer));

@@ -1,0 +1,51 @@
+/**
+ * The answer shape of a write that goes through a queue (anchors, settlement receipts): the
+ * route waits a bounded time for the job to be durable; a job still running by then is `202`
+ * with a status URL, and a store that could not complete the write is `503` — nothing is
+ * half-written, so the client simply retries.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import {
+  JobFailedError,
+  type JobQueue,
+  type JsonData,
+  QueueClosedError,
+} from "../../../queues/job-queue.js";
+
+export interface DurableWrite<Payload extends JsonData> {
+  jobId: string;
+  job: Payload;
+  waitMs: number;
+  /** Where the client can read the document once it is stored (`Location` of a 202). */
+  statusUrl: string;
+  /** Members of the 202 body besides `stored: false` and `status_url`. */
+  pending: Record<string, string>;
+  /** The 503's stable code and detail, and the (content-free) log message. */
+  unavailable: { error: string; detail: string; log: string };
+}
+
+/** The job's result once durable, or null when `reply` has already been answered. */
+export async function submitDurably<Payload extends JsonData, Result extends JsonData>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  queue: JobQueue<Payload, Result>,
+  write: DurableWrite<Payload>,
+): Promise<Result | null> {
+  try {
+    const submitted = await queue.submit(write.jobId, write.job, { waitMs: write.waitMs });
+    if (submitted.state === "completed") return submitted.result;
+  } catch (error) {
+    if (!(error instanceof JobFailedError || error instanceof QueueClosedError)) throw error;
+    request.log.error({ err: error.cause ?? error }, write.unavailable.log);
+    reply
+      .code(503)
+      .header("retry-after", "1")
+      .send({ error: write.unavailable.error, detail: write.unavailable.detail });
+    return null;
+  }
+  reply
+    .code(202)
+    .header("location", write.statusUrl)
+    .send({ stored: false, ...write.pending, status_url: write.statusUrl });
+  return null;
+}
