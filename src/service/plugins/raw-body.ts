@@ -17,3 +17,12 @@ export function registerRawBodyParser(app: FastifyInstance): void {
 export function rawBody(body: unknown): Buffer {
   return Buffer.isBuffer(body) ? body : Buffer.alloc(0);
 }
+
+/**
+ * The body as an ArrayBuffer of its own, to be moved (not copied) to a worker thread. Node may
+ * carve a small body out of a shared Buffer pool, which cannot be transferred, so the bytes
+ * are copied exactly once, here.
+ */
+export function transferableBody(body: unknown): ArrayBuffer {
+  return new Uint8Array(rawBody(body)).buffer;
+}

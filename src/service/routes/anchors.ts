@@ -13,7 +13,7 @@ import {
 } from "../anchor-request.js";
 import { submitDurably } from "../http/durable-write.js";
 import { sendStoredDocument } from "../http/stored-document.js";
-import { rawBody } from "../plugins/raw-body.js";
+import { transferableBody } from "../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
 import { ANCHOR_TASK_MODULE, attestationSchema } from "./verify-anchor.js";
 
@@ -114,8 +114,7 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
     "/anchors",
     { schema: postAnchorSchema, config: { access: "keyed" } },
     async (request, reply) => {
-      // A buffer of its own, so it can be moved to the worker (see routes/verify.ts).
-      const body = new Uint8Array(rawBody(request.body)).buffer;
+      const body = transferableBody(request.body);
       const task: AnchorTask = { kind: "store", body };
       const prepared = await app.cpuPool.run<AnchorReply | AnchorStoreRequest>(
         ANCHOR_TASK_MODULE,

@@ -12,7 +12,7 @@ import {
 import { submissionSchema } from "../../conformance/submission.js";
 import type { ConformanceAnswer, ConformanceTask } from "../conformance-request.js";
 import { taskModuleUrl } from "../cpu-pool.js";
-import { rawBody } from "../plugins/raw-body.js";
+import { transferableBody } from "../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
 
 const sha256Digest = { type: "string", pattern: "^sha256:[0-9a-f]{64}$" } as const;
@@ -118,8 +118,7 @@ export async function conformanceRoutes(app: FastifyInstance) {
     "/conformance",
     { schema: conformanceSchema, config: { access: "keyed" } },
     async (request, reply) => {
-      // Copied into an ArrayBuffer of its own so it can be moved to the worker (see verify.ts).
-      const body = new Uint8Array(rawBody(request.body)).buffer;
+      const body = transferableBody(request.body);
       const task: ConformanceTask = { body };
       const answer = await app.cpuPool.run<ConformanceAnswer>(taskModule, task, [body]);
       return reply

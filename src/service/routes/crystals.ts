@@ -31,7 +31,7 @@ import {
   crystalEnvelopeSchema,
 } from "../crystals-request.js";
 import { sendStoredDocument } from "../http/stored-document.js";
-import { rawBody } from "../plugins/raw-body.js";
+import { transferableBody } from "../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
 
 const CRYSTALS_TASK_MODULE = taskModuleUrl("crystals");
@@ -240,8 +240,7 @@ export async function crystalRoutes(app: FastifyInstance) {
       config: { access: "leased" },
     },
     async (request, reply) => {
-      // A buffer of its own, so it can be moved to the worker (see routes/verify.ts).
-      const body = new Uint8Array(rawBody(request.body)).buffer;
+      const body = transferableBody(request.body);
       const task: CrystalPostTask = {
         kind: "post",
         body,

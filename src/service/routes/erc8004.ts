@@ -5,7 +5,7 @@ import { BINDING_RULES } from "../../erc8004/binding.js";
 import { VERDICTS } from "../../verifier/bundle/result.js";
 import { taskModuleUrl } from "../cpu-pool.js";
 import { type Erc8004Answer, type Erc8004Task, validateBodySchema } from "../erc8004-request.js";
-import { rawBody } from "../plugins/raw-body.js";
+import { transferableBody } from "../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
 
 const hex32 = { type: "string", pattern: "^0x[0-9a-f]{64}$" } as const;
@@ -140,8 +140,7 @@ export async function erc8004Routes(app: FastifyInstance) {
     "/erc8004/validate",
     { schema: validateSchema, config: { access: "leased" } },
     async (request, reply) => {
-      // Copied into an ArrayBuffer of its own so it can be moved to the worker (see verify.ts).
-      const body = new Uint8Array(rawBody(request.body)).buffer;
+      const body = transferableBody(request.body);
       const task: Erc8004Task = { body };
       const answer = await app.cpuPool.run<Erc8004Answer>(taskModule, task, [body]);
       return reply

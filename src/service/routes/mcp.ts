@@ -14,7 +14,7 @@ import { answerGetRevocations } from "../mcp/get-revocations.js";
 import { MCP_PATH, serverCard } from "../mcp/server-card.js";
 import { acceptsJson, isAllowedOrigin, isJsonContentType } from "../mcp/transport.js";
 import { keyedAccess, markKeyedWorkDone } from "../plugins/access.js";
-import { rawBody } from "../plugins/raw-body.js";
+import { transferableBody } from "../plugins/raw-body.js";
 import { revocationDocumentCheckOn } from "../revocation-documents.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
 
@@ -183,9 +183,7 @@ export async function mcpRoutes(app: FastifyInstance) {
       // Decided before the body is read, which only the worker does; it is applied only if
       // the body holds a `tools/call`, so discovery stays keyless.
       const access = keyedAccess(request);
-      // Node may carve a small body out of a shared Buffer pool, which cannot be moved to
-      // another thread: copy it once into an ArrayBuffer of its own, then move that.
-      const body = new Uint8Array(rawBody(request.body)).buffer;
+      const body = transferableBody(request.body);
       const task: McpTask = {
         body,
         protocolVersion: headerValue(request, "mcp-protocol-version") ?? null,

@@ -15,7 +15,7 @@ import {
   paymentReceiptBodySchema,
 } from "../payment-receipt-request.js";
 import { INTERNAL_TOKEN_HEADER, registerInternalAccess } from "../plugins/internal-access.js";
-import { rawBody } from "../plugins/raw-body.js";
+import { transferableBody } from "../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
 import {
   receiptDigestSchema,
@@ -95,8 +95,7 @@ export async function paymentReceiptRoutes(
     "/payment-receipts",
     { schema: postPaymentReceiptSchema, config: { access: "internal" } },
     async (request, reply) => {
-      // A buffer of its own, so it can be moved to the worker (see routes/verify.ts).
-      const body = new Uint8Array(rawBody(request.body)).buffer;
+      const body = transferableBody(request.body);
       const task: PaymentReceiptTask = { body };
       const prepared = await app.cpuPool.run<PaymentReceiptRefusal | SettlementJobRequest>(
         PAYMENT_RECEIPT_TASK_MODULE,

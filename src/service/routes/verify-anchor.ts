@@ -2,7 +2,7 @@
 import type { FastifyInstance } from "fastify";
 import { type AnchorReply, type AnchorTask, verifyAnchorBodySchema } from "../anchor-request.js";
 import { taskModuleUrl } from "../cpu-pool.js";
-import { rawBody } from "../plugins/raw-body.js";
+import { transferableBody } from "../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
 
 export const ANCHOR_TASK_MODULE = taskModuleUrl("anchor");
@@ -70,8 +70,7 @@ export async function verifyAnchorRoutes(app: FastifyInstance) {
     "/verify-anchor",
     { schema: verifyAnchorSchema, config: { access: "keyed" } },
     async (request, reply) => {
-      // A buffer of its own, so it can be moved to the worker (see routes/verify.ts).
-      const body = new Uint8Array(rawBody(request.body)).buffer;
+      const body = transferableBody(request.body);
       const task: AnchorTask = { kind: "verify", body };
       const answer = await app.cpuPool.run<AnchorReply>(ANCHOR_TASK_MODULE, task, [body]);
       return reply

@@ -1,7 +1,7 @@
 /** `POST /verify-receipt` (service.md §1): the body goes, unparsed, to a worker that answers it. */
 import type { FastifyInstance } from "fastify";
 import { taskModuleUrl } from "../cpu-pool.js";
-import { rawBody } from "../plugins/raw-body.js";
+import { transferableBody } from "../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
 import {
   type VerifyReceiptAnswer,
@@ -55,8 +55,7 @@ export async function verifyReceiptRoutes(app: FastifyInstance) {
     "/verify-receipt",
     { schema: verifyReceiptSchema, config: { access: "keyed" } },
     async (request, reply) => {
-      // Copied into an ArrayBuffer of its own so it can be moved to the worker (see verify.ts).
-      const body = new Uint8Array(rawBody(request.body)).buffer;
+      const body = transferableBody(request.body);
       const task: VerifyReceiptTask = { body };
       const answer = await app.cpuPool.run<VerifyReceiptAnswer>(taskModule, task, [body]);
       return reply

@@ -1,7 +1,7 @@
 /** `POST /verify` (service.md §1): the body goes, unparsed, to a worker that answers it. */
 import type { FastifyInstance } from "fastify";
 import { type CachedVerdict, digestCacheKey } from "../../cache/digest-cache.js";
-import { rawBody } from "../plugins/raw-body.js";
+import { rawBody, transferableBody } from "../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
 import {
   type CacheableVerdict,
@@ -87,9 +87,7 @@ export async function verifyRoutes(app: FastifyInstance, options: VerifyRoutesOp
           return json(cachedVerdictResponse(hit, receipt, { hit: true, ageSeconds }));
         }
       }
-      // Node may carve a small body out of a shared Buffer pool, which cannot be moved to
-      // another thread: copy it once into an ArrayBuffer of its own, then move that.
-      const body = new Uint8Array(raw).buffer;
+      const body = transferableBody(raw);
       const task: VerifyTask = { body, requireAnchor, receipt, cache };
       const answer = await app.cpuPool.run<VerifyAnswer>(options.taskModule, task, [body]);
       if ("cacheable" in answer) {
