@@ -1,0 +1,147 @@
+/**
+ * The inputs every benchmark sends, generated here (not read from the corpus) so the harness
+ * runs anywhere: realistic agent-task bundles, an anchored OpenTimestamps proof with its block
+ * header, and settlements. Also the bundle's own Ed25519 signatures, for the crypto ceiling.
+ */
+import { createHash } from "node:crypto";
+import { didKeyToPublicKey } from "../src/verifier/crypto/did-key.js";
+import { signerFromSeed } from "../src/verifier/crypto/ed25519.js";
+import { canonicalBytes } from "../src/verifier/json/canonical.js";
+import { dumpCompact } from "../src/verifier/json/dump.js";
+import { parseJson } from "../src/verifier/json/parse.js";
+import { isArray, isObject, type JsonObject, member } from "../src/verifier/json/value.js";
+import { BundleBuilder } from "../src/verifier/producer/index.js";
+import { formatUtcSeconds } from "../src/verifier/timestamps.js";
+import { headerWith, upgradedProof } from "../test/support/ots.js";
+
+/**
+ * A realistic task of `receiptCount` receipts (at least 2): a session pass, alternating
+ * decision/execution receipts, a termination. `variant` changes the task id and the agent, so
+ * distinct variants are distinct bundles with distinct digests.
+ */
+export function generatedBundle(receiptCount: number, variant = 0): Uint8Array {
+  const seed = createHash("sha256").update(`bench agent ${variant}`).digest();
+  const agent = signerFromSeed(seed);
+  const builder = new BundleBuilder("continuity-receipt/0.4", `urn:uuid:bench-task-${variant}`);
+  const at = (i: number) => formatUtcSeconds(new Date(Date.UTC(2026, 0, 1, 0, 0, i)));
+  builder.append({
+    type: "session.pass.created",
+    signer: agent,
+    issuedAt: at(0),
+    body: {
+      gate_id: "gate-1",
+      mandala_class: "gate-lite",
+      quotas: { tool_calls: 1000 },
+      expires_at: "2026-12-31T00:00:00Z",
+      policy_version: "2026-01-01.1",
+      mandate_ref: `sha256:${"ab".repeat(32)}`,
+      agent_id: agent.did,
+      spend_cap: { minor: 100000, currency: "USD" },
+    },
+  });
+  for (let i = 1; i < receiptCount - 1; i++) {
+    const decision = i % 2 === 1;
+    builder.append({
+      type: decision ? "task.decision" : "task.execution",
+      signer: agent,
+      issuedAt: at(i),
+      body: decision
+        ? {
+            action: "tool.call",
+            action_args_hash: `sha256:${"cd".repeat(32)}`,
+            model: "model-x",
+            input_provenance: { observed_sources_hash: `sha256:${"ef".repeat(32)}` },
+            decision: "allow",
+            policy_version: "2026-01-01.1",
+          }
+        : {
+            tool_calls: [{ name: "search", args_hash: `sha256:${"01".repeat(32)}` }],
+            egress: [],
+            resources: { cpu_ms: 120 },
+            sandbox_class: "landlock",
+          },
+    });
+  }
+  builder.append({
+    type: "task.termination",
+    signer: agent,
+    issuedAt: at(receiptCount - 1),
+    body: { reason: "completed", limits_at_stop: {}, remaining: {} },
+  });
+  return Buffer.from(dumpCompact(builder.build()));
+}
+
+/** `{"bundles":[…]}` of the given bundles, as the bytes a client sends. */
+export function batchBody(bundles: readonly Uint8Array[]): Buffer {
+  const parts: Buffer[] = [Buffer.from('{"bundles":[')];
+  bundles.forEach((bundle, index) => {
+    if (index > 0) parts.push(Buffer.from(","));
+    parts.push(Buffer.from(bundle));
+  });
+  parts.push(Buffer.from("]}"));
+  return Buffer.concat(parts);
+}
+
+/**
+ * A batch of `count` bundles whose body is about `bytes` long: each bundle gets as many
+ * receipts as it takes to reach its share of the size.
+ */
+export function batchOfSize(bytes: number, count: number): Buffer {
+  const perBundle = bytes / count;
+  const oneReceipt = generatedBundle(3).length - generatedBundle(2).length;
+  const receipts = Math.max(
+    2,
+    Math.round((perBundle - generatedBundle(2).length) / oneReceipt) + 2,
+  );
+  return batchBody(Array.from({ length: count }, (_, i) => generatedBundle(receipts, 1_000 + i)));
+}
+
+/** One Ed25519 signature of a bundle, as node:crypto verifies it (SPKI DER key). */
+export interface RawSignature {
+  publicKeyDer: Buffer;
+  message: Buffer;
+  signature: Buffer;
+}
+
+const SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+
+/** Every receipt signature of `bundleBytes`, with the exact signed bytes (JCS without `sig`). */
+export function signaturesOf(bundleBytes: Uint8Array): RawSignature[] {
+  const bundle = parseJson(bundleBytes);
+  const receipts = isObject(bundle) ? member(bundle, "receipts") : null;
+  if (!isArray(receipts)) throw new Error("not a bundle");
+  return receipts.filter(isObject).map((receipt: JsonObject) => {
+    const issuer = member(receipt, "issuer") as JsonObject;
+    const sig = member(receipt, "sig") as JsonObject;
+    return {
+      publicKeyDer: Buffer.concat([SPKI_PREFIX, didKeyToPublicKey(member(issuer, "id") as string)]),
+      message: Buffer.from(canonicalBytes(receipt, "sig")),
+      signature: Buffer.from(member(sig, "value") as string, "base64url"),
+    };
+  });
+}
+
+/** A `/verify-anchor` body whose proof is Bitcoin-attested and whose header matches: `verified`. */
+export function anchorBody(): string {
+  const digest = createHash("sha256").update("receiptd bench anchor").digest();
+  const height = 840_000;
+  const merkleRoot = createHash("sha256").update(digest).digest();
+  return JSON.stringify({
+    proof: upgradedProof(digest, height).toString("base64"),
+    digest: `sha256:${digest.toString("hex")}`,
+    headers: { [height]: headerWith(merkleRoot).toString("hex") },
+  });
+}
+
+/** A settlement for `POST /payment-receipts`; `n` makes the transaction (and so the receipt) distinct. */
+export function settlementBody(run: string, n: number): string {
+  const tx = createHash("sha256").update(`bench settlement ${run} ${n}`).digest("hex");
+  return JSON.stringify({
+    tx: `0x${tx}`,
+    network: "eip155:8453",
+    asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+    amount: "10000",
+    payTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+    path: "/verify",
+  });
+}

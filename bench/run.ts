@@ -1,0 +1,226 @@
+/**
+ * `npm run bench`: starts receiptd (embedded by default, `--distributed` for Redis,
+ * PostgreSQL and BullMQ workers), measures the all-core Ed25519 ceiling, then drives every
+ * scenario over real HTTP — against receiptd and against each `--target` deployment, one
+ * after the other with the same client — and writes a table, JSON and an SVG chart.
+ */
+import { cpus, freemem, platform, totalmem } from "node:os";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { measureCeiling } from "./ceiling.js";
+import { signaturesOf } from "./fixtures.js";
+import { runLoad } from "./load.js";
+import { renderTable, writeReport } from "./report.js";
+import { benchBundle, type Deployment, SCENARIOS, type Scenario } from "./scenarios.js";
+import { PeakRss, type ServiceProcess, startServiceProcess } from "./service-process.js";
+import type { BenchRun, CeilingMeasurement, ScenarioResult } from "./types.js";
+
+const USAGE = `usage: npm run bench -- [options]
+
+Starts receiptd and measures it over HTTP; writes bench/results/latest.{json,svg,md}.
+
+  --quick                  a short smoke run (about 1 s per scenario)
+  --distributed            run receiptd with Redis, PostgreSQL and a BullMQ worker process
+                           (REDIS_URL / DATABASE_URL, default the local servers)
+  --target URL             also run every scenario against this deployment (repeatable)
+  --target-key KEY         API key sent to the targets (x-svc-key)
+  --target-internal-token T   internal token of the targets (settlement ingestion)
+  --target-pid PID         the target's process, for its peak RSS (local targets only)
+  --no-local               measure only the --target deployments
+  --scenarios a,b,...      run only these (${SCENARIOS.map((s) => s.id).join(", ")})
+  --seconds N              measured seconds per scenario (default 10; quick 1)
+  --out DIR                where results go (default bench/results)
+  -h, --help
+`;
+
+function options() {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: "boolean", default: false },
+      distributed: { type: "boolean", default: false },
+      target: { type: "string", multiple: true, default: [] },
+      "target-key": { type: "string" },
+      "target-internal-token": { type: "string" },
+      "target-pid": { type: "string" },
+      "no-local": { type: "boolean", default: false },
+      scenarios: { type: "string" },
+      seconds: { type: "string" },
+      out: { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  return values;
+}
+
+interface Measured {
+  deployment: Deployment;
+  pids: { web?: number; worker?: number };
+}
+
+async function runScenario(
+  scenario: Scenario,
+  measured: Measured,
+  ceiling: CeilingMeasurement,
+  timing: { warmupMs: number; durationMs: number },
+): Promise<ScenarioResult> {
+  const { deployment, pids } = measured;
+  const base = {
+    scenario: scenario.id,
+    title: scenario.title,
+    target: deployment.label,
+    connections: scenario.connections,
+    unit: scenario.unit,
+  };
+  const skipped = await scenario.prepare?.(deployment);
+  if (skipped !== undefined) {
+    return {
+      ...base,
+      skipped,
+      requests: 0,
+      errors: 0,
+      seconds: 0,
+      requestsPerSecond: 0,
+      itemsPerSecond: 0,
+      latencyMs: { p50: 0, p95: 0, p99: 0, max: 0 },
+      peakRssMiB: null,
+      ceilingRatio: null,
+    };
+  }
+  const webRss = pids.web === undefined ? null : new PeakRss(pids.web);
+  const workerRss = pids.worker === undefined ? null : new PeakRss(pids.worker);
+  webRss?.start();
+  workerRss?.start();
+  const load = await runLoad({
+    origin: deployment.origin,
+    connections: scenario.connections,
+    ...timing,
+    request: (n) => scenario.request(n, deployment),
+    accept: (status, body, spec) => scenario.accept(status, body, spec),
+  });
+  const peakRssMiB = webRss?.stop() ?? null;
+  const workerPeakRssMiB = workerRss?.stop();
+  const completed = load.requests - load.errors;
+  const requestsPerSecond = completed / load.seconds;
+  const result: ScenarioResult = {
+    ...base,
+    requests: load.requests,
+    errors: load.errors,
+    seconds: load.seconds,
+    requestsPerSecond,
+    itemsPerSecond: requestsPerSecond * scenario.itemsPerRequest,
+    latencyMs: load.latencyMs,
+    peakRssMiB,
+    ...(workerPeakRssMiB === undefined ? {} : { workerPeakRssMiB }),
+    ceilingRatio:
+      scenario.verificationsPerRequest === 0
+        ? null
+        : (requestsPerSecond * scenario.verificationsPerRequest) / ceiling.verificationsPerSecond,
+  };
+  if (load.firstError !== undefined) {
+    console.error(`  ${scenario.id} @ ${deployment.label}: first error: ${load.firstError}`);
+  }
+  const goal = scenario.goal?.(result, deployment);
+  return goal === undefined ? result : { ...result, goal };
+}
+
+async function main(): Promise<number> {
+  const args = options();
+  if (args.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const seconds = Number(args.seconds ?? (args.quick ? 1 : 10));
+  const timing = {
+    warmupMs: args.quick ? 300 : Math.min(2_000, seconds * 200),
+    durationMs: seconds * 1000,
+  };
+  const wanted = args.scenarios?.split(",").map((id) => id.trim());
+  const unknown = wanted?.filter((id) => !SCENARIOS.some((s) => s.id === id)) ?? [];
+  if (unknown.length > 0) {
+    console.error(`unknown scenario(s): ${unknown.join(", ")}\n${USAGE}`);
+    return 2;
+  }
+  const scenarios = SCENARIOS.filter((s) => wanted === undefined || wanted.includes(s.id));
+  const mode = args.distributed ? "distributed" : "embedded";
+
+  console.log("measuring the Ed25519 ceiling on every core …");
+  const ceiling = await measureCeiling(signaturesOf(benchBundle), args.quick ? 500 : 3_000);
+
+  let local: ServiceProcess | undefined;
+  const deployments: Measured[] = [];
+  try {
+    if (!args["no-local"]) {
+      console.log(`starting receiptd (${mode}) …`);
+      local = await startServiceProcess({ distributed: args.distributed });
+      deployments.push({
+        deployment: {
+          label: `receiptd (${mode})`,
+          origin: local.origin,
+          apiKey: local.apiKey,
+          internalToken: local.internalToken,
+          mode,
+        },
+        pids: local.pids,
+      });
+    }
+    for (const url of args.target) {
+      const origin = new URL(url).origin;
+      const pid = args["target-pid"] === undefined ? undefined : Number(args["target-pid"]);
+      deployments.push({
+        deployment: {
+          label: origin,
+          origin,
+          mode,
+          ...(args["target-key"] === undefined ? {} : { apiKey: args["target-key"] }),
+          ...(args["target-internal-token"] === undefined
+            ? {}
+            : { internalToken: args["target-internal-token"] }),
+        },
+        pids: pid === undefined ? {} : { web: pid },
+      });
+    }
+    if (deployments.length === 0) {
+      console.error("nothing to measure: --no-local needs at least one --target");
+      return 2;
+    }
+
+    const results: ScenarioResult[] = [];
+    for (const scenario of scenarios) {
+      for (const measured of deployments) {
+        console.log(`  ${scenario.id} @ ${measured.deployment.label} …`);
+        results.push(await runScenario(scenario, measured, ceiling, timing));
+      }
+    }
+    const run: BenchRun = {
+      startedAt: new Date().toISOString(),
+      quick: args.quick,
+      mode,
+      machine: {
+        cpus: cpus().length,
+        cpuModel: cpus()[0]?.model ?? "unknown",
+        node: process.version,
+        platform: `${platform()} ${process.arch}`,
+        memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+      },
+      ceiling,
+      results,
+    };
+    const outDir = args.out ?? fileURLToPath(new URL(resultsDirectory(), import.meta.url));
+    const written = writeReport(run, outDir);
+    console.log(`\n${renderTable(run)}`);
+    console.log(
+      `\nwritten: ${written.json}\n         ${written.svg}\n         ${written.markdown}`,
+    );
+    console.log(`free memory at the end: ${Math.round(freemem() / 2 ** 20)} MiB`);
+    return results.some((result) => result.errors > 0) ? 1 : 0;
+  } finally {
+    await local?.stop();
+  }
+}
+
+/** `bench/results/` of the repository, from bench/ (tsx) or dist/bench/ (built). */
+function resultsDirectory(): string {
+  return import.meta.url.includes("/dist/bench/") ? "../../bench/results/" : "./results/";
+}
+
+process.exitCode = await main();

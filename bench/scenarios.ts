@@ -1,0 +1,335 @@
+/**
+ * The benchmark scenarios: what each one sends, what answer counts as a success, how many
+ * items and Ed25519 verifications one request carries, and the goal it is held to. Every
+ * scenario talks only the public HTTP API, so it runs against any deployment of it.
+ */
+import { randomBytes } from "node:crypto";
+import { anchorBody, batchBody, batchOfSize, generatedBundle, settlementBody } from "./fixtures.js";
+import type { RequestSpec } from "./load.js";
+import type { GoalCheck, ScenarioResult } from "./types.js";
+
+/** What a scenario needs to know about the deployment it drives. */
+export interface Deployment {
+  label: string;
+  origin: string;
+  /** An API key with a cap high enough not to shape the run (`x-svc-key`). */
+  apiKey?: string;
+  /** The internal token (`POST /payment-receipts`); without it settlement ingestion is skipped. */
+  internalToken?: string;
+  mode: "embedded" | "distributed";
+}
+
+export interface Scenario {
+  id: string;
+  title: string;
+  unit: string;
+  itemsPerRequest: number;
+  /** Ed25519 verifications one request costs the service (receipt signing is not counted). */
+  verificationsPerRequest: number;
+  connections: number;
+  /** Makes the scenario's inputs on the deployment (e.g. primes the cache); a string skips it. */
+  prepare?(deployment: Deployment): Promise<string | undefined>;
+  request(n: number, deployment: Deployment): RequestSpec;
+  accept(status: number, body: string, spec: RequestSpec): boolean;
+  goal?(result: ScenarioResult, deployment: Deployment): GoalCheck | undefined;
+}
+
+const BUNDLE_RECEIPTS = 6;
+const BATCH_SIZE = 50;
+const DISTINCT_BUNDLES = 64;
+const DISTINCT_BATCHES = 8;
+/** Just under the default body limit (`MAX_BODY_BYTES`, 1 MiB). */
+const LARGE_BODY_BYTES = 1_040_000;
+
+const JSON_TYPE = { "content-type": "application/json" };
+
+function keyed(deployment: Deployment): Record<string, string> {
+  return deployment.apiKey === undefined
+    ? JSON_TYPE
+    : { ...JSON_TYPE, "x-svc-key": deployment.apiKey };
+}
+
+const trusted = (status: number, body: string) =>
+  status === 200 && body.includes('"verdict":"TRUSTED"');
+
+/** A batch answer of `count` results, none of them anything but TRUSTED. */
+const allTrusted = (count: number) => (status: number, body: string) =>
+  status === 200 &&
+  body.endsWith(`"count":${count},"service":"continuity-receipt-verify"}`) &&
+  !/"verdict":"(?!TRUSTED)/.test(body);
+
+const sixReceiptBundles = Array.from({ length: DISTINCT_BUNDLES }, (_, i) =>
+  Buffer.from(generatedBundle(BUNDLE_RECEIPTS, i)),
+);
+const batches = Array.from({ length: DISTINCT_BATCHES }, (_, b) =>
+  batchBody(
+    Array.from({ length: BATCH_SIZE }, (_, i) =>
+      generatedBundle(BUNDLE_RECEIPTS, DISTINCT_BUNDLES + b * BATCH_SIZE + i),
+    ),
+  ),
+);
+let largeBatch: Buffer | undefined;
+const runId = randomBytes(6).toString("hex");
+
+/** The signatures of the bundle every verification scenario sends (for the ceiling). */
+export const benchBundle = sixReceiptBundles[0]!;
+
+const verifySingle = (deployment: Deployment, n: number, query = ""): RequestSpec => ({
+  method: "POST",
+  path: `/verify${query}`,
+  headers: keyed(deployment),
+  body: sixReceiptBundles[n % DISTINCT_BUNDLES]!,
+});
+
+const verifyBatch = (deployment: Deployment, n: number, query = ""): RequestSpec => ({
+  method: "POST",
+  path: `/verify${query}`,
+  headers: keyed(deployment),
+  body: batches[n % DISTINCT_BATCHES]!,
+});
+
+/** `{receipt, bundle}` for `/verify-receipt`, from the deployment's own `?receipt=1` answer. */
+const receiptChecks = new Map<string, string>();
+
+async function prepareReceiptCheck(deployment: Deployment): Promise<string | undefined> {
+  const response = await fetch(`${deployment.origin}/verify?receipt=1`, {
+    method: "POST",
+    headers: keyed(deployment),
+    body: benchBundle,
+  });
+  const answer = (await response.json()) as { verification_receipt?: unknown };
+  if (!response.ok || answer.verification_receipt === undefined) {
+    return `POST /verify?receipt=1 gave ${response.status} without a verification receipt`;
+  }
+  receiptChecks.set(
+    deployment.origin,
+    `{"receipt":${JSON.stringify(answer.verification_receipt)},"bundle":${benchBundle.toString("utf8")}}`,
+  );
+  return undefined;
+}
+
+const ANCHOR_BODY = anchorBody();
+
+const atLeast = (
+  description: string,
+  holds: (result: ScenarioResult) => boolean,
+): ((result: ScenarioResult) => GoalCheck) => {
+  return (result) => ({ description, met: result.errors === 0 && holds(result) });
+};
+
+const singleBundle: Scenario = {
+  id: "single",
+  title: "single 6-receipt bundle",
+  unit: "bundles",
+  itemsPerRequest: 1,
+  verificationsPerRequest: BUNDLE_RECEIPTS,
+  connections: 16,
+  request: (n, deployment) => verifySingle(deployment, n),
+  accept: trusted,
+  goal: atLeast(
+    "≥ 1,500 req/s, p99 ≤ 50 ms",
+    (r) => r.requestsPerSecond >= 1_500 && r.latencyMs.p99 <= 50,
+  ),
+};
+
+const batch50: Scenario = {
+  id: "batch-50",
+  title: "50-bundle batch",
+  unit: "bundles",
+  itemsPerRequest: BATCH_SIZE,
+  verificationsPerRequest: BATCH_SIZE * BUNDLE_RECEIPTS,
+  connections: 4,
+  request: (n, deployment) => verifyBatch(deployment, n),
+  accept: allTrusted(BATCH_SIZE),
+  goal: atLeast(
+    "≥ 2,000 bundles/s and ≥ 85% of ceiling",
+    (r) => r.itemsPerSecond >= 2_000 && (r.ceilingRatio ?? 0) >= 0.85,
+  ),
+};
+
+const batch50Receipts: Scenario = {
+  id: "batch-50-receipt",
+  title: "50-bundle batch, ?receipt=1",
+  unit: "bundles",
+  itemsPerRequest: BATCH_SIZE,
+  verificationsPerRequest: BATCH_SIZE * BUNDLE_RECEIPTS,
+  connections: 4,
+  request: (n, deployment) => verifyBatch(deployment, n, "?receipt=1"),
+  accept: (status, body) =>
+    allTrusted(BATCH_SIZE)(status, body) && !body.includes('"verification_receipt_error"'),
+};
+
+const cacheHits: Scenario = {
+  id: "cache-hit",
+  title: "cache hits (?cache=1)",
+  unit: "requests",
+  itemsPerRequest: 1,
+  verificationsPerRequest: 0,
+  connections: 16,
+  async prepare(deployment) {
+    const response = await fetch(`${deployment.origin}/verify?cache=1`, {
+      method: "POST",
+      headers: keyed(deployment),
+      body: benchBundle,
+    });
+    await response.arrayBuffer();
+    return response.ok ? undefined : `priming the cache gave ${response.status}`;
+  },
+  request: (_n, deployment) => ({
+    method: "POST",
+    path: "/verify?cache=1",
+    headers: keyed(deployment),
+    body: benchBundle,
+  }),
+  accept: (status, body) => trusted(status, body) && body.includes('"cache":{"hit":true'),
+  goal: atLeast("≥ 8,000 hits/s", (r) => r.requestsPerSecond >= 8_000),
+};
+
+const verifyReceipt: Scenario = {
+  id: "verify-receipt",
+  title: "/verify-receipt",
+  unit: "requests",
+  itemsPerRequest: 1,
+  verificationsPerRequest: 1,
+  connections: 16,
+  prepare: prepareReceiptCheck,
+  request: (_n, deployment) => ({
+    method: "POST",
+    path: "/verify-receipt",
+    headers: keyed(deployment),
+    body: receiptChecks.get(deployment.origin)!,
+  }),
+  accept: (status, body) =>
+    status === 200 && body.includes('"valid":true') && body.includes('"digest_match":true'),
+};
+
+const verifyAnchor: Scenario = {
+  id: "verify-anchor",
+  title: "/verify-anchor",
+  unit: "requests",
+  itemsPerRequest: 1,
+  verificationsPerRequest: 0,
+  connections: 16,
+  request: (_n, deployment) => ({
+    method: "POST",
+    path: "/verify-anchor",
+    headers: keyed(deployment),
+    body: ANCHOR_BODY,
+  }),
+  accept: (status, body) => status === 200 && body.includes('"status":"verified"'),
+};
+
+const settlementIngestion: Scenario = {
+  id: "settlement",
+  title: "settlement ingestion (durable)",
+  unit: "receipts",
+  itemsPerRequest: 1,
+  verificationsPerRequest: 0,
+  connections: 32,
+  async prepare(deployment) {
+    return deployment.internalToken === undefined
+      ? "needs the deployment's internal token (--target-internal-token)"
+      : undefined;
+  },
+  // Every request is a new transaction: each 200 is one receipt signed and durably stored.
+  request: (n, deployment) => ({
+    method: "POST",
+    path: "/payment-receipts",
+    headers: { ...JSON_TYPE, "x-internal-token": deployment.internalToken! },
+    body: settlementBody(`${runId}-${deployment.label}`, n),
+  }),
+  accept: (status, body) =>
+    status === 200 && body.startsWith('{"stored":true') && !body.includes('"idempotent"'),
+  goal: (result, deployment) =>
+    deployment.mode === "distributed"
+      ? atLeast(
+          "≥ 1,000 durable receipts/s (distributed)",
+          (r) => r.itemsPerSecond >= 1_000,
+        )(result)
+      : undefined,
+};
+
+/**
+ * A day's traffic of a busy verifier, by request count: mostly single bundles, some repeated
+ * (cache hits), receipt and anchor checks, and the occasional batch with receipts.
+ */
+const MIX: readonly { share: number; scenario: Scenario }[] = [
+  { share: 55, scenario: singleBundle },
+  { share: 20, scenario: cacheHits },
+  { share: 12, scenario: verifyReceipt },
+  { share: 10, scenario: verifyAnchor },
+  { share: 3, scenario: batch50Receipts },
+];
+const MIX_WHEEL = MIX.flatMap(({ share, scenario }) =>
+  Array.from({ length: share }, () => scenario),
+);
+const mixedKinds = new Map<RequestSpec, Scenario>();
+
+const mixed: Scenario = {
+  id: "mixed",
+  title: "mixed traffic",
+  unit: "requests",
+  itemsPerRequest: 1,
+  verificationsPerRequest:
+    MIX.reduce((sum, { share, scenario }) => sum + share * scenario.verificationsPerRequest, 0) /
+    100,
+  connections: 16,
+  async prepare(deployment) {
+    for (const { scenario } of MIX) {
+      const skipped = await scenario.prepare?.(deployment);
+      if (skipped !== undefined) return skipped;
+    }
+    return undefined;
+  },
+  request(n, deployment) {
+    // A fixed stride through the wheel spreads each kind evenly over the run.
+    const scenario = MIX_WHEEL[(n * 37) % MIX_WHEEL.length]!;
+    const spec = scenario.request(n, deployment);
+    mixedKinds.set(spec, scenario);
+    return spec;
+  },
+  accept(status, body, spec) {
+    const scenario = mixedKinds.get(spec);
+    mixedKinds.delete(spec);
+    return scenario?.accept(status, body, spec) === true;
+  },
+};
+
+const largeBodies: Scenario = {
+  id: "large-bodies",
+  title: "16 concurrent 1 MiB batches",
+  unit: "bundles",
+  itemsPerRequest: BATCH_SIZE,
+  verificationsPerRequest: 0,
+  connections: 16,
+  async prepare() {
+    largeBatch ??= batchOfSize(LARGE_BODY_BYTES, BATCH_SIZE);
+    return undefined;
+  },
+  request: (_n, deployment) => ({
+    method: "POST",
+    path: "/verify",
+    headers: keyed(deployment),
+    body: largeBatch!,
+  }),
+  accept: allTrusted(BATCH_SIZE),
+  goal: (result) =>
+    result.peakRssMiB === null
+      ? undefined
+      : {
+          description: "peak RSS ≤ 300 MB",
+          met: result.errors === 0 && result.peakRssMiB * 1.048576 <= 300,
+        },
+};
+
+export const SCENARIOS: readonly Scenario[] = [
+  singleBundle,
+  batch50,
+  batch50Receipts,
+  cacheHits,
+  verifyReceipt,
+  verifyAnchor,
+  settlementIngestion,
+  mixed,
+  largeBodies,
+];

@@ -1,0 +1,241 @@
+/**
+ * Starts receiptd as its users run it — `receiptd serve` in its own process, plus
+ * `receiptd worker` in distributed mode — on a private data directory, Redis key prefix and
+ * PostgreSQL schema, and removes all of them afterwards. The harness talks to it over HTTP
+ * only; it reads the process's memory from /proc.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+import pg from "pg";
+
+export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
+export const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
+
+export interface ServiceProcessOptions {
+  distributed: boolean;
+  redisUrl?: string;
+  databaseUrl?: string;
+  /** Extra environment for both processes (e.g. `CPU_THREADS`). */
+  env?: Record<string, string>;
+}
+
+export interface ServiceProcess {
+  origin: string;
+  apiKey: string;
+  internalToken: string;
+  /** The web process, and the queue worker in distributed mode. */
+  pids: { web: number; worker?: number };
+  stop(): Promise<void>;
+}
+
+const RUNNING_FROM_SOURCE = import.meta.url.endsWith(".ts");
+const CLI = fileURLToPath(
+  new URL(`../src/cli/receiptd.${RUNNING_FROM_SOURCE ? "ts" : "js"}`, import.meta.url),
+);
+const NODE_ARGS = RUNNING_FROM_SOURCE ? ["--import", "tsx", CLI] : [CLI];
+/** No cap may shape a benchmark: the bench key's daily cap is effectively unlimited. */
+const UNLIMITED_CAP = String(Number.MAX_SAFE_INTEGER);
+const READY_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 15_000;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === "object" && address !== null
+          ? resolve(address.port)
+          : reject(new Error("no port")),
+      );
+    });
+  });
+}
+
+function runCli(args: string[], env: NodeJS.ProcessEnv): string {
+  const result = spawnSync(process.execPath, [...NODE_ARGS, ...args], { env, encoding: "utf8" });
+  if (result.status !== 0) {
+    throw new Error(`receiptd ${args.join(" ")} failed: ${result.stderr || result.stdout}`);
+  }
+  return result.stdout;
+}
+
+function startChild(args: string[], env: NodeJS.ProcessEnv, logFile: string): ChildProcess {
+  // The service logs one access line per request: straight to a file, as an operator would.
+  const log = openSync(logFile, "a");
+  const child = spawn(process.execPath, [...NODE_ARGS, ...args], {
+    env,
+    stdio: ["ignore", log, log],
+  });
+  closeSync(log);
+  return child;
+}
+
+async function waitUntilHealthy(origin: string, child: ChildProcess, logFile: string) {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      throw new Error(`receiptd exited with ${child.exitCode}: ${tail(logFile)}`);
+    }
+    try {
+      const response = await fetch(`${origin}/health`);
+      await response.arrayBuffer();
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(
+    `receiptd did not become healthy within ${READY_TIMEOUT_MS} ms: ${tail(logFile)}`,
+  );
+}
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, "utf8").slice(-2_000);
+  } catch {
+    return "(no log)";
+  }
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function removeDistributedState(env: NodeJS.ProcessEnv) {
+  const redis = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: 1, lazyConnect: true });
+  try {
+    await redis.connect();
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${env.REDIS_PREFIX}*`, "COUNT", 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
+  const client = new pg.Client({ connectionString: env.DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${env.DATABASE_SCHEMA}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function startServiceProcess(options: ServiceProcessOptions): Promise<ServiceProcess> {
+  const dataDir = mkdtempSync(join(tmpdir(), "receiptd-bench-"));
+  const port = await freePort();
+  const runId = randomBytes(4).toString("hex");
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    DATA_DIR: dataDir,
+    KEY_DAILY_CAP: UNLIMITED_CAP,
+    ...options.env,
+  };
+  if (options.distributed) {
+    env.REDIS_URL = options.redisUrl ?? DEFAULT_REDIS_URL;
+    env.REDIS_PREFIX = `receiptd-bench-${runId}:`;
+    env.DATABASE_URL = options.databaseUrl ?? DEFAULT_DATABASE_URL;
+    env.DATABASE_SCHEMA = `receiptd_bench_${runId}`;
+  }
+  const children: ChildProcess[] = [];
+  const stop = async () => {
+    await Promise.all(children.map(stopChild));
+    try {
+      if (options.distributed) await removeDistributedState(env);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  };
+  try {
+    const created = JSON.parse(runCli(["keys", "create", "--name", "bench", "--json"], env)) as {
+      key: string;
+    };
+    // The token file is made here, so the harness knows it before the service starts.
+    const internalToken = randomBytes(32).toString("hex");
+    writeFileSync(join(dataDir, "internal.token"), internalToken, { mode: 0o600 });
+    const web = startChild(["serve"], env, join(dataDir, "web.log"));
+    children.push(web);
+    const origin = `http://127.0.0.1:${port}`;
+    await waitUntilHealthy(origin, web, join(dataDir, "web.log"));
+    let worker: ChildProcess | undefined;
+    if (options.distributed) {
+      worker = startChild(["worker"], env, join(dataDir, "worker.log"));
+      children.push(worker);
+    }
+    return {
+      origin,
+      apiKey: created.key,
+      internalToken,
+      pids: { web: web.pid!, ...(worker?.pid === undefined ? {} : { worker: worker.pid }) },
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/**
+ * Peak resident memory of a process since the last reset, from /proc. Linux keeps the
+ * high-water mark (`VmHWM`) and lets the owner reset it (`clear_refs` 5); where that is not
+ * allowed, the peak is sampled every 20 ms instead.
+ */
+export class PeakRss {
+  readonly #pid: number;
+  #sampled = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #canReset = true;
+
+  constructor(pid: number) {
+    this.#pid = pid;
+  }
+
+  start(): void {
+    try {
+      writeFileSync(`/proc/${this.#pid}/clear_refs`, "5");
+    } catch {
+      this.#canReset = false;
+    }
+    this.#sampled = this.#read("VmRSS") ?? 0;
+    this.#timer = setInterval(() => {
+      this.#sampled = Math.max(this.#sampled, this.#read("VmRSS") ?? 0);
+    }, 20);
+    this.#timer.unref();
+  }
+
+  /** Peak RSS in MiB since `start()`, or null when /proc cannot tell (not Linux). */
+  stop(): number | null {
+    clearInterval(this.#timer);
+    const highWater = this.#canReset ? this.#read("VmHWM") : null;
+    const peakKiB = Math.max(this.#sampled, highWater ?? 0);
+    return peakKiB === 0 ? null : peakKiB / 1024;
+  }
+
+  #read(field: "VmRSS" | "VmHWM"): number | null {
+    try {
+      const status = readFileSync(`/proc/${this.#pid}/status`, "utf8");
+      const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);
+      return match ? Number(match[1]) : null;
+    } catch {
+      return null;
+    }
+  }
+}

@@ -1,0 +1,65 @@
+/** The shapes a benchmark run produces: written as JSON, drawn as a table and an SVG chart. */
+
+export interface LatencySummary {
+  p50: number;
+  p95: number;
+  p99: number;
+  max: number;
+}
+
+/** One scenario driven against one deployment. */
+export interface ScenarioResult {
+  /** Stable scenario id, e.g. `batch-50`. */
+  scenario: string;
+  /** Human title, e.g. `50-bundle batch`. */
+  title: string;
+  /** Which deployment answered: `receiptd` (the one the harness started) or a `--target` label. */
+  target: string;
+  /** Set when the scenario could not run against this target; every figure is then zero. */
+  skipped?: string;
+  connections: number;
+  /** Completed requests (answered with the expected status) plus errors. */
+  requests: number;
+  /** Requests answered with an unexpected status, a malformed body, or a transport failure. */
+  errors: number;
+  /** Wall time of the measured phase, seconds. */
+  seconds: number;
+  requestsPerSecond: number;
+  /** What one request carries (`bundles`, `requests`, `receipts`) and its rate. */
+  unit: string;
+  itemsPerSecond: number;
+  /** Request latency in milliseconds. */
+  latencyMs: LatencySummary;
+  /** Peak resident set size of the service process during the scenario, MiB; null if unknown. */
+  peakRssMiB: number | null;
+  /** Peak RSS of the queue worker process (distributed mode), MiB. */
+  workerPeakRssMiB?: number | null;
+  /** Ed25519 verifications per second the scenario implies, divided by the ceiling; null when it has none. */
+  ceilingRatio: number | null;
+  /** The performance goal for this scenario, if it has one, and whether this run met it. */
+  goal?: GoalCheck;
+}
+
+export interface GoalCheck {
+  description: string;
+  met: boolean;
+}
+
+export interface CeilingMeasurement {
+  /** Worker threads used, one per core. */
+  threads: number;
+  /** Ed25519 verifications per second over all threads, of the bench bundle's own signatures. */
+  verificationsPerSecond: number;
+  /** The same expressed as six-receipt bundles per second (verifications ÷ signatures per bundle). */
+  bundlesPerSecond: number;
+  signaturesPerBundle: number;
+}
+
+export interface BenchRun {
+  startedAt: string;
+  quick: boolean;
+  mode: "embedded" | "distributed";
+  machine: { cpus: number; cpuModel: string; node: string; platform: string; memoryGiB: number };
+  ceiling: CeilingMeasurement;
+  results: ScenarioResult[];
+}
