@@ -12,7 +12,7 @@
  * Request and response bodies hold payment authorizations: this module never logs, and its
  * `detail` strings name only the endpoint, status and error class, never body content.
  */
-import { Agent, type Dispatcher, request } from "undici";
+import type { Dispatcher } from "undici";
 import { dumpCompact } from "../verifier/json/dump.js";
 import { parseJson } from "../verifier/json/parse.js";
 import { type JsonObject, jsonObject } from "../verifier/json/value.js";
@@ -122,7 +122,7 @@ export class FacilitatorClient {
   readonly #settleTimeoutMs: number;
   readonly #headers: Record<string, string>;
   readonly #maxResponseBytes: number;
-  readonly #dispatcher: Dispatcher;
+  #dispatcher: Promise<Dispatcher> | undefined;
   readonly #ownsDispatcher: boolean;
 
   constructor(options: FacilitatorClientOptions) {
@@ -150,7 +150,7 @@ export class FacilitatorClient {
     this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.#ownsDispatcher = options.dispatcher === undefined;
     this.#dispatcher =
-      options.dispatcher ?? new Agent({ connectTimeout: CONNECT_TIMEOUT_MS, connections: 16 });
+      options.dispatcher === undefined ? undefined : Promise.resolve(options.dispatcher);
   }
 
   async verify(body: FacilitatorRequest): Promise<VerifyOutcome> {
@@ -203,7 +203,20 @@ export class FacilitatorClient {
   }
 
   async close(): Promise<void> {
-    if (this.#ownsDispatcher) await this.#dispatcher.close();
+    if (this.#ownsDispatcher && this.#dispatcher !== undefined) {
+      await (await this.#dispatcher).close();
+    }
+  }
+
+  /**
+   * undici is loaded on the first payment, not at startup: it is about 20 MB of resident
+   * memory that a service taking no x402 payments never needs.
+   */
+  #connections(): Promise<Dispatcher> {
+    this.#dispatcher ??= import("undici").then(
+      ({ Agent }) => new Agent({ connectTimeout: CONNECT_TIMEOUT_MS, connections: 16 }),
+    );
+    return this.#dispatcher;
   }
 
   async #post(
@@ -221,12 +234,14 @@ export class FacilitatorClient {
       }),
     );
     try {
-      const response = await request(url, {
+      const dispatcher = await this.#connections();
+      const response = await dispatcher.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
         method: "POST",
         headers: this.#headers,
         body: text,
         signal,
-        dispatcher: this.#dispatcher,
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });

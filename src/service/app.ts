@@ -112,7 +112,7 @@ export async function buildApp(
     workerData: workerContext,
   });
   app.decorate("cpuPool", pool);
-  const queues = openQueues(config, {
+  const queues = await openQueues(config, {
     documentStore,
     signer: () => identity.signer(),
     clock,

@@ -4,6 +4,9 @@
  * sees only the interfaces — `DocumentStore`, `DigestCache`, `CapStore`, `NonceLedger`,
  * `JobQueue` — so
  * no route knows which mode it runs in.
+ *
+ * The Redis, BullMQ and PostgreSQL clients are imported only by the mode that uses them:
+ * together they are about 50 MB of resident memory an embedded instance has no use for.
  */
 import {
   ANCHORS_QUEUE,
@@ -11,7 +14,6 @@ import {
   type AnchorsQueue,
   anchorsProcessor,
 } from "../../queues/anchors.js";
-import { BullMqQueue } from "../../queues/bullmq-queue.js";
 import { InProcessQueue } from "../../queues/in-process-queue.js";
 import {
   SETTLEMENTS_QUEUE,
@@ -24,11 +26,7 @@ import { MemoryCapStore } from "../access/memory-cap-store.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
 import { MemoryNonceLedger, type NonceLedger } from "../payments/nonce-ledger.js";
-import { openRedis, type RedisConnection, type RedisLog } from "../redis/connection.js";
-import { FallbackCapStore } from "../redis/fallback-cap-store.js";
-import { RedisCapStore } from "../redis/redis-cap-store.js";
-import { RedisDigestCache } from "../redis/redis-digest-cache.js";
-import { RedisNonceLedger } from "../redis/redis-nonce-ledger.js";
+import type { RedisConnection, RedisLog } from "../redis/connection.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { openDocumentStore } from "../storage/open.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
@@ -68,22 +66,44 @@ export async function openBackends(
     ttlSeconds: config.limits.digestCacheTtlSeconds,
     maxEntries: config.limits.digestCacheMaxEntries,
   };
-  const redis =
-    config.redisUrl === null
-      ? null
-      : openRedis({ url: config.redisUrl, prefix: config.redisPrefix, log });
-  const digestCache =
-    redis === null
-      ? new MemoryDigestCache(cacheLimits, clock)
-      : new RedisDigestCache(redis, cacheLimits, clock);
-  // When Redis is briefly down, caps are counted per process (and that is logged) so that
-  // verification keeps answering; nonces have no such fallback, so paid calls get 503.
-  const caps =
-    redis === null
-      ? new MemoryCapStore(clock)
-      : new FallbackCapStore(new RedisCapStore(redis, clock), { now: clock, log });
-  const nonces =
-    redis === null ? new MemoryNonceLedger({ now: clock }) : new RedisNonceLedger(redis);
+  if (config.redisUrl === null) {
+    return backendsOf(config, documentStore, {
+      redis: null,
+      digestCache: new MemoryDigestCache(cacheLimits, clock),
+      caps: new MemoryCapStore(clock),
+      nonces: new MemoryNonceLedger({ now: clock }),
+    });
+  }
+  const [
+    { openRedis },
+    { FallbackCapStore },
+    { RedisCapStore },
+    { RedisDigestCache },
+    { RedisNonceLedger },
+  ] = await Promise.all([
+    import("../redis/connection.js"),
+    import("../redis/fallback-cap-store.js"),
+    import("../redis/redis-cap-store.js"),
+    import("../redis/redis-digest-cache.js"),
+    import("../redis/redis-nonce-ledger.js"),
+  ]);
+  const redis = openRedis({ url: config.redisUrl, prefix: config.redisPrefix, log });
+  return backendsOf(config, documentStore, {
+    redis,
+    digestCache: new RedisDigestCache(redis, cacheLimits, clock),
+    // When Redis is briefly down, caps are counted per process (and that is logged) so that
+    // verification keeps answering; nonces have no such fallback, so paid calls get 503.
+    caps: new FallbackCapStore(new RedisCapStore(redis, clock), { now: clock, log }),
+    nonces: new RedisNonceLedger(redis),
+  });
+}
+
+function backendsOf(
+  config: ServiceConfig,
+  documentStore: DocumentStore,
+  parts: Pick<Backends, "redis" | "digestCache" | "caps" | "nonces">,
+): Backends {
+  const { redis, digestCache, caps, nonces } = parts;
   return {
     documentStore,
     digestCache,
@@ -116,7 +136,7 @@ export interface Queues {
  * The queues of the mode: in embedded mode jobs run in this process by the same processors;
  * in distributed mode they go to BullMQ and `receiptd worker` processes run them.
  */
-export function openQueues(
+export async function openQueues(
   config: ServiceConfig,
   options: {
     documentStore: DocumentStore;
@@ -124,32 +144,32 @@ export function openQueues(
     clock: () => number;
     log: RedisLog;
   },
-): Queues {
+): Promise<Queues> {
   const { documentStore, signer, clock, log } = options;
   const redisUrl = config.redisUrl;
-  const onError = (error: Error) => log.warn(`queue connection error: ${error.name}`);
-  const anchors: AnchorsQueue =
-    redisUrl === null
-      ? new InProcessQueue(ANCHORS_QUEUE, anchorsProcessor(documentStore), ANCHORS_QUEUE_OPTIONS)
-      : new BullMqQueue(ANCHORS_QUEUE, {
-          redisUrl,
-          prefix: config.redisPrefix,
-          ...ANCHORS_QUEUE_OPTIONS,
-          onError,
-        });
-  const settlements: SettlementsQueue =
-    redisUrl === null
-      ? new InProcessQueue(
-          SETTLEMENTS_QUEUE,
-          settlementsProcessor(documentStore, signer, clock),
-          SETTLEMENTS_QUEUE_OPTIONS,
-        )
-      : new BullMqQueue(SETTLEMENTS_QUEUE, {
-          redisUrl,
-          prefix: config.redisPrefix,
-          ...SETTLEMENTS_QUEUE_OPTIONS,
-          onError,
-        });
+  if (redisUrl === null) {
+    return queuesOf(
+      new InProcessQueue(ANCHORS_QUEUE, anchorsProcessor(documentStore), ANCHORS_QUEUE_OPTIONS),
+      new InProcessQueue(
+        SETTLEMENTS_QUEUE,
+        settlementsProcessor(documentStore, signer, clock),
+        SETTLEMENTS_QUEUE_OPTIONS,
+      ),
+    );
+  }
+  const { BullMqQueue } = await import("../../queues/bullmq-queue.js");
+  const connection = {
+    redisUrl,
+    prefix: config.redisPrefix,
+    onError: (error: Error) => log.warn(`queue connection error: ${error.name}`),
+  };
+  return queuesOf(
+    new BullMqQueue(ANCHORS_QUEUE, { ...connection, ...ANCHORS_QUEUE_OPTIONS }),
+    new BullMqQueue(SETTLEMENTS_QUEUE, { ...connection, ...SETTLEMENTS_QUEUE_OPTIONS }),
+  );
+}
+
+function queuesOf(anchors: AnchorsQueue, settlements: SettlementsQueue): Queues {
   return {
     anchors,
     settlements,

@@ -5,7 +5,6 @@
  */
 import type { DocumentStore } from "./document-store.js";
 import { FsDocumentStore } from "./fs-document-store.js";
-import { DEFAULT_SCHEMA, PgDocumentStore } from "./pg-document-store.js";
 
 export interface DocumentStoreConfig {
   dataDir: string;
@@ -18,6 +17,8 @@ export interface DocumentStoreConfig {
 /** Connects and runs migrations first in distributed mode, hence async. */
 export async function openDocumentStore(config: DocumentStoreConfig): Promise<DocumentStore> {
   if (config.databaseUrl) {
+    // Imported here so that an embedded instance never loads the PostgreSQL client.
+    const { DEFAULT_SCHEMA, PgDocumentStore } = await import("./pg-document-store.js");
     return PgDocumentStore.open({
       url: config.databaseUrl,
       schema: config.databaseSchema ?? DEFAULT_SCHEMA,
