@@ -277,7 +277,9 @@ export function renderSvg(run: BenchRun): string {
 
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${SVG_WIDTH}" height="${height}" viewBox="0 0 ${SVG_WIDTH} ${height}">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${SVG_WIDTH}" height="${height}" viewBox="0 0 ${SVG_WIDTH} ${height}" role="img">`,
+    // Read out by screen readers, and shown as the document's name by viewers.
+    `<title>${escapeXml(`receiptd bench ${run.startedAt} (${run.mode}): throughput and p99 per scenario`)}</title>`,
     // Generic families only, so the file needs nothing from the network.
     "<style>text{font-family:system-ui,sans-serif;fill:#222222}.title{font-size:16px;font-weight:bold}.heading,.group{font-size:13px;font-weight:bold}.note,.label{font-size:12px}.skipped{font-size:12px;fill:#999999;font-style:italic}</style>",
     `<rect class="background" width="${SVG_WIDTH}" height="${height}" fill="#ffffff"/>`,

@@ -182,7 +182,7 @@ async function main(): Promise<number> {
         deployment: {
           label: origin,
           origin,
-          mode,
+          mode: await deploymentMode(origin),
           ...(args["target-key"] === undefined ? {} : { apiKey: args["target-key"] }),
           ...(args["target-internal-token"] === undefined
             ? {}
@@ -238,6 +238,17 @@ async function main(): Promise<number> {
     return broken.length > 0 ? 1 : 0;
   } finally {
     await local?.stop();
+  }
+}
+
+/** A deployment reports Redis or a database in `/health` exactly when it runs distributed. */
+async function deploymentMode(origin: string): Promise<Deployment["mode"]> {
+  try {
+    const response = await fetch(`${origin}/health`);
+    const health = (await response.json()) as Record<string, unknown>;
+    return "redis" in health || "db" in health ? "distributed" : "embedded";
+  } catch {
+    return "embedded";
   }
 }
 
