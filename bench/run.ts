@@ -4,7 +4,7 @@
  * scenario over real HTTP — against receiptd and against each `--target` deployment, one
  * after the other with the same client — and writes a table, JSON and an SVG chart.
  */
-import { cpus, freemem, platform, totalmem } from "node:os";
+import { cpus, platform, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { measureCeiling } from "./ceiling.js";
@@ -223,7 +223,6 @@ async function main(): Promise<number> {
     console.log(
       `\nwritten: ${written.json}\n         ${written.svg}\n         ${written.markdown}`,
     );
-    console.log(`free memory at the end: ${Math.round(freemem() / 2 ** 20)} MiB`);
     // A failed or skipped scenario of the service started here means the harness or the
     // service is broken (the smoke run in `npm test` relies on this); goals never fail a run.
     const broken = results.filter(
