@@ -2,7 +2,8 @@
  * The memory crystal envelope (service.md §6, spec `svc-crystal/1.0`): client-side encrypted
  * state plus the public facts the host needs to file it. The host never sees plaintext or
  * keys; it checks that every member is well formed, that `crystal_id` and `size_bytes` say
- * what the ciphertext bytes are, and keeps the envelope in one canonical form.
+ * what the ciphertext bytes are, and keeps the envelope in one canonical form (JCS), with the
+ * base64url spelled as its writer spelled it (padded or not).
  *
  * Pure and synchronous: the service runs it on a CPU-pool thread (src/service/crystals-request.ts),
  * the client helper (client.ts) shares its constants and encodings.
@@ -46,9 +47,11 @@ const OPTIONAL_MEMBERS: ReadonlySet<string> = new Set(["cipher", "metadata_publi
 /** Lower-case only: one spelling per id, since ids are compared and filed as strings. */
 export const SHA256_ID_PATTERN = "^sha256:[0-9a-f]{64}$";
 const SHA256_ID = new RegExp(SHA256_ID_PATTERN);
-/** RFC 4648 §5 alphabet, unpadded. */
-export const BASE64URL_PATTERN = "^[A-Za-z0-9_-]*$";
-const BASE64URL = new RegExp(BASE64URL_PATTERN);
+/** RFC 4648 §5 alphabet, with or without the `=` padding of RFC 4648 §3.2. */
+export const BASE64URL_PATTERN = "^[A-Za-z0-9_-]*={0,2}$";
+const UNPADDED_BASE64URL = /^[A-Za-z0-9_-]*$/;
+const EQUALS = 0x3d;
+const QUOTE = 0x22;
 /**
  * RFC 3339 `date-time`: `T`/`Z` in either case (RFC 3339 §5.6), a fraction of 1–9 digits,
  * `Z` or a numeric offset. Calendar and clock ranges are checked after matching.
@@ -81,14 +84,73 @@ export function crystalAad(
 }
 
 /**
- * Strict unpadded base64url: the alphabet only (no `=`, no whitespace), a length a byte string
- * can have, and zero unused bits, so every byte string has exactly one spelling. Null when
- * `text` is anything else.
+ * Strict base64url, padded or not: Python's `urlsafe_b64encode` pads and its
+ * `urlsafe_b64decode` needs the padding, most other encoders leave it out, and clients of both
+ * kinds write crystals. Everything else stays strict: the alphabet only (no whitespace, no
+ * `+` or `/`), a length a byte string can have, `=` only at the end and exactly as many as
+ * the length needs (the padded text is a multiple of 4 long), and zero unused bits. So a byte
+ * string has two spellings, or one when its length is a multiple of 3. Null for anything else.
  */
 export function decodeBase64url(text: string): Buffer | null {
-  if (text.length % 4 === 1 || !BASE64URL.test(text)) return null;
-  const bytes = Buffer.from(text, "base64url");
-  return bytes.toString("base64url") === text ? bytes : null;
+  const unpadded = withoutPadding(text);
+  if (unpadded === null || unpadded.length % 4 === 1 || !UNPADDED_BASE64URL.test(unpadded)) {
+    return null;
+  }
+  const bytes = Buffer.from(unpadded, "base64url");
+  return bytes.toString("base64url") === unpadded ? bytes : null;
+}
+
+/** `text` without its padding, or null when the padding is not what RFC 4648 §3.2 puts there. */
+function withoutPadding(text: string): string | null {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === EQUALS) end -= 1;
+  const padding = text.length - end;
+  if (padding === 0) return text;
+  // Padding completes the last 4-character group: one `=` after 3 characters, two after 2.
+  return padding <= 2 && text.length % 4 === 0 ? text.slice(0, end) : null;
+}
+
+/**
+ * In a stored envelope (JCS, members sorted), `cipher` comes first and holds one of
+ * CRYSTAL_CIPHERS, so the first occurrence of this is the `ciphertext` member.
+ */
+const CIPHERTEXT_MEMBER = Buffer.from('"ciphertext":"', "latin1");
+
+/**
+ * A stored envelope around its ciphertext's padding: what comes before the padding and what
+ * comes from the closing quote on. Base64url has no `"` or `\`, so the first `"` after the
+ * value's start ends it.
+ */
+function aroundPadding(envelope: Buffer): [Buffer, Buffer] | null {
+  const member = envelope.indexOf(CIPHERTEXT_MEMBER);
+  if (member < 0) return null;
+  const start = member + CIPHERTEXT_MEMBER.length;
+  const close = envelope.indexOf(QUOTE, start);
+  if (close < 0) return null;
+  let end = close;
+  while (end > start && envelope[end - 1] === EQUALS) end -= 1;
+  return [envelope.subarray(0, end), envelope.subarray(close)];
+}
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/**
+ * Whether two stored forms (`ValidCrystal.canonical`) are one crystal: the same bytes, or the
+ * same bytes but for the ciphertext's padding, since a padded and an unpadded spelling name the
+ * same ciphertext (and so the same `crystal_id`). The nonce needs no such care: 12 bytes are
+ * 16 characters, never padded. Compares in place, without copying either envelope.
+ */
+export function sameCrystal(left: Uint8Array, right: Uint8Array): boolean {
+  const a = asBuffer(left);
+  const b = asBuffer(right);
+  if (a.equals(b)) return true;
+  const aParts = aroundPadding(a);
+  const bParts = aroundPadding(b);
+  return (
+    aParts !== null && bParts !== null && aParts[0].equals(bParts[0]) && aParts[1].equals(bParts[1])
+  );
 }
 
 /** An instant as whole seconds since the epoch plus nanoseconds, for ordering. */
@@ -153,7 +215,10 @@ export interface ValidCrystal {
   sizeBytes: number;
   createdAt: string;
   metadataPublic: JsonObject;
-  /** The envelope as stored and served: JCS (RFC 8785) of every member, defaults included. */
+  /**
+   * The envelope as stored and served: JCS (RFC 8785) of every member, defaults included,
+   * `nonce` and `ciphertext` as written (so a client that pads reads back padding).
+   */
   canonical: Buffer;
 }
 
@@ -222,13 +287,16 @@ export function validateEnvelope(
   if (nonce === null || nonce.length !== CRYSTAL_NONCE_BYTES) {
     return refuse(
       "invalid_nonce",
-      `nonce must be unpadded base64url of exactly ${CRYSTAL_NONCE_BYTES} bytes`,
+      `nonce must be base64url of exactly ${CRYSTAL_NONCE_BYTES} bytes`,
     );
   }
   const ciphertextText = body.get("ciphertext");
   const ciphertext = typeof ciphertextText === "string" ? decodeBase64url(ciphertextText) : null;
   if (ciphertext === null) {
-    return refuse("invalid_ciphertext", "ciphertext must be unpadded base64url");
+    return refuse(
+      "invalid_ciphertext",
+      "ciphertext must be base64url, padded or not, with no whitespace and zero unused bits",
+    );
   }
   if (ciphertext.length > limits.maxCiphertextBytes) {
     return {

@@ -3,7 +3,10 @@
  *
  * - `tenants/<tenant_hash>`: `{"tenant_hash","owner"}`, created once, atomically, by the first
  *   principal that writes to the tenant. It is never replaced, so ownership cannot move.
- * - `crystals/<tenant_hash>/<crystal_id>`: the canonical envelope, byte for byte as served.
+ * - `crystals/<tenant_hash>/<crystal_id>`: the canonical envelope, byte for byte as served:
+ *   the first accepted write's, in its writer's base64url spelling (padded or not). A later
+ *   write of the same crystal in the other spelling changes nothing, so every client reads
+ *   back what the first writer sent.
  * - `crystals/lineage/<tenant_hash>/<crystal_id>`: the crystal's public summary (lineage.ts),
  *   so a lineage is listed by prefix and built without reading a ciphertext.
  *
@@ -14,6 +17,7 @@
 import type { Principal } from "../access/principal.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { dumpCompact } from "../verifier/json/dump.js";
+import { sameCrystal } from "./envelope.js";
 
 /** What a worker hands back for a valid `POST /crystals` body. */
 export interface PreparedCrystal {
@@ -30,13 +34,13 @@ export interface PreparedCrystal {
 export type StoreOutcome =
   /** A new crystal: 201. */
   | "created"
-  /** The same envelope was already stored: 200. */
+  /** The same envelope was already stored (in either base64url spelling): 200. */
   | "unchanged"
   /** Another principal owns the tenant: 403. */
   | "tenant_forbidden"
   /** `parent_crystal_id` names no crystal of this tenant: 422. */
   | "parent_not_found"
-  /** The id is stored with a different envelope: 409. */
+  /** The id is stored with a different envelope (not just another spelling): 409. */
   | "crystal_conflict";
 
 const LINEAGE_PREFIX = "lineage/";
@@ -96,7 +100,7 @@ export async function storeCrystal(
     crystalDocumentId(tenantHash, crystalId),
     crystal.envelope,
   );
-  if (!written.created && !sameBytes(written.stored, crystal.envelope)) return "crystal_conflict";
+  if (!written.created && !sameCrystal(written.stored, crystal.envelope)) return "crystal_conflict";
   await store.create("crystals", `${lineagePrefix(tenantHash)}${crystalId}`, crystal.summary);
   return written.created ? "created" : "unchanged";
 }

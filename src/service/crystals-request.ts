@@ -61,15 +61,16 @@ export const crystalEnvelopeSchema = {
     nonce: {
       type: "string",
       pattern: "^[A-Za-z0-9_-]{16}$",
-      description: `unpadded base64url of the ${CRYSTAL_NONCE_BYTES}-byte nonce`,
+      description: `base64url of the ${CRYSTAL_NONCE_BYTES}-byte nonce (16 characters, never padded)`,
     },
     ciphertext: {
       type: "string",
       pattern: BASE64URL_PATTERN,
       minLength: 22,
       description:
-        "unpadded base64url of the AEAD output with its 16-byte tag appended, at most 2 MiB " +
-        "decoded; AAD `<cipher>|<tenant_hash>|<parent_crystal_id or genesis>|<created_at>`",
+        "base64url of the AEAD output with its 16-byte tag appended, at most 2 MiB decoded; " +
+        "padded (as Python's urlsafe_b64encode writes it) or not, served back as written. " +
+        "AAD `<cipher>|<tenant_hash>|<parent_crystal_id or genesis>|<created_at>`",
     },
     size_bytes: { type: "integer", minimum: 16, description: "the decoded ciphertext's length" },
     created_at: { type: "string", pattern: RFC3339_PATTERN, description: "RFC 3339 date-time" },

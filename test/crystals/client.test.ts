@@ -10,6 +10,7 @@ import {
   tenantHashOf,
 } from "../../src/crystals/client.js";
 import { CRYSTAL_CIPHERS } from "../../src/crystals/envelope.js";
+import { pythonUrlsafeB64encode } from "../support/python-base64.js";
 
 const KEY = randomBytes(32);
 const TENANT = tenantHashOf("client test tenant secret");
@@ -154,6 +155,20 @@ describe("sealCrystal / openCrystal", () => {
     assert.equal(openCrystal(envelope, KEY).length, 0);
   });
 
+  test("an envelope written with Python's urlsafe_b64encode (padded) opens", () => {
+    for (const length of [0, 1, 2]) {
+      const plaintext = randomBytes(length);
+      const envelope = sealCrystal({ plaintext, key: KEY, tenantHash: TENANT });
+      const padded = {
+        ...envelope,
+        nonce: pythonUrlsafeB64encode(Buffer.from(envelope.nonce, "base64url")),
+        ciphertext: pythonUrlsafeB64encode(Buffer.from(envelope.ciphertext, "base64url")),
+      };
+      assert.equal(padded.ciphertext.endsWith("="), (length + 16) % 3 !== 0);
+      assert.deepEqual(openCrystal(padded, KEY), plaintext);
+    }
+  });
+
   test("malformed envelopes are refused before decrypting", () => {
     const envelope = sealCrystal({ plaintext: PLAINTEXT, key: KEY, tenantHash: TENANT });
     opensNot(
@@ -161,6 +176,7 @@ describe("sealCrystal / openCrystal", () => {
       /not a svc-crystal\/1.0/,
     );
     opensNot({ ...envelope, nonce: `${envelope.nonce}AA` }, /nonce/);
+    // 57 bytes are 76 characters: no padding belongs there.
     opensNot({ ...envelope, ciphertext: `${envelope.ciphertext}=` }, /ciphertext/);
     opensNot({ ...envelope, size_bytes: envelope.size_bytes + 1 }, /size_bytes/);
     opensNot({ ...envelope, cipher: "rot13" as "aes-256-gcm" }, /unsupported cipher/);

@@ -5,11 +5,13 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { describe, test } from "node:test";
-import { sealCrystal, tenantHashOf } from "../../src/crystals/client.js";
+import { type CrystalEnvelope, sealCrystal, tenantHashOf } from "../../src/crystals/client.js";
 import {
+  CRYSTAL_TAG_BYTES,
   decodeBase64url,
   isCrystalRefusal,
   rfc3339Instant,
+  sameCrystal,
   type ValidCrystal,
   validateEnvelope,
 } from "../../src/crystals/envelope.js";
@@ -17,6 +19,7 @@ import { lineageJson, lineageSummary } from "../../src/crystals/lineage.js";
 import { crystalEnvelopeSchema } from "../../src/service/crystals-request.js";
 import { bodyValidator } from "../../src/service/schemas/body-validator.js";
 import { parseJson } from "../../src/verifier/json/parse.js";
+import { pythonUrlsafeB64encode } from "../support/python-base64.js";
 
 const KEY = randomBytes(32);
 const TENANT = tenantHashOf("envelope test tenant");
@@ -28,6 +31,15 @@ function valid(text: string): ValidCrystal {
   return result;
 }
 
+/** The envelope as the reference's Python clients write it: padded base64url. */
+function pythonSpelling(envelope: CrystalEnvelope): CrystalEnvelope {
+  return {
+    ...envelope,
+    nonce: pythonUrlsafeB64encode(Buffer.from(envelope.nonce, "base64url")),
+    ciphertext: pythonUrlsafeB64encode(Buffer.from(envelope.ciphertext, "base64url")),
+  };
+}
+
 function sealedText(options: { createdAt?: string; parentCrystalId?: string | null } = {}) {
   return JSON.stringify(
     sealCrystal({ plaintext: randomBytes(40), key: KEY, tenantHash: TENANT, ...options }),
@@ -35,18 +47,97 @@ function sealedText(options: { createdAt?: string; parentCrystalId?: string | nu
 }
 
 describe("decodeBase64url", () => {
-  test("unpadded base64url of any length decodes, and only that spelling", () => {
+  test("unpadded base64url of any length decodes", () => {
     for (let length = 0; length <= 6; length += 1) {
       const bytes = randomBytes(length);
       assert.deepEqual(decodeBase64url(bytes.toString("base64url")), bytes);
     }
   });
 
-  for (const text of ["AA==", "AAA=", "A", "AB", "AAB", "+w", "/w", "AA AA", "AA\nAA", "Zm9v!"]) {
+  test("so does what Python's urlsafe_b64encode writes, padding included", () => {
+    for (let length = 0; length <= 40; length += 1) {
+      const bytes = randomBytes(length);
+      const padded = pythonUrlsafeB64encode(bytes);
+      assert.equal(padded.endsWith("="), length % 3 !== 0, padded);
+      assert.deepEqual(decodeBase64url(padded), bytes, padded);
+    }
+    assert.deepEqual(decodeBase64url("-w=="), Buffer.from([0xfb]));
+    assert.deepEqual(decodeBase64url("-_8="), Buffer.from([0xfb, 0xff]));
+  });
+
+  for (const text of [
+    // The wrong amount of padding, or padding where none belongs.
+    "AA=",
+    "AA===",
+    "AAA==",
+    "AAAA=",
+    "AAAA====",
+    "A===",
+    "====",
+    "=",
+    // Padding anywhere but the end.
+    "AA==AA==",
+    "A=AA",
+    // Non-zero unused bits, padded or not.
+    "AB",
+    "AB==",
+    "AAB",
+    "AAB=",
+    // Lengths no byte string has; the standard alphabet; whitespace; anything else.
+    "A",
+    "AAAAA",
+    "+w",
+    "/w==",
+    "AA AA",
+    "AA\nAA",
+    "AA==\n",
+    " AA==",
+    "Zm9v!",
+  ]) {
     test(`refuses ${JSON.stringify(text)}`, () => {
       assert.equal(decodeBase64url(text), null);
     });
   }
+});
+
+describe("sameCrystal", () => {
+  test("the padded and unpadded stored forms of one envelope are one crystal", () => {
+    for (const length of [1, 2, 3]) {
+      const envelope = sealCrystal({
+        plaintext: randomBytes(length),
+        key: KEY,
+        tenantHash: TENANT,
+      });
+      const unpadded = valid(JSON.stringify(envelope));
+      const padded = valid(JSON.stringify(pythonSpelling(envelope)));
+      assert.equal(unpadded.crystalId, padded.crystalId);
+      assert.equal(sameCrystal(padded.canonical, unpadded.canonical), true);
+      assert.equal(sameCrystal(unpadded.canonical, padded.canonical), true);
+      // 17 and 19 bytes are padded; 18, a multiple of 3, has one spelling only.
+      assert.equal(
+        padded.canonical.equals(unpadded.canonical),
+        (length + CRYSTAL_TAG_BYTES) % 3 === 0,
+      );
+    }
+  });
+
+  test("anything else that differs is another envelope", () => {
+    const envelope = sealCrystal({ plaintext: randomBytes(8), key: KEY, tenantHash: TENANT });
+    const padded = valid(JSON.stringify(pythonSpelling(envelope))).canonical;
+    const others = [
+      { ...envelope, metadata_public: { n: 1 } },
+      { ...envelope, created_at: "2030-01-01T00:00:00Z" },
+      { ...envelope, cipher: "aes-256-gcm" },
+      { ...envelope, nonce: randomBytes(12).toString("base64url") },
+      // The metadata may hold a member named ciphertext, padding and all.
+      { ...envelope, metadata_public: { ciphertext: `${envelope.ciphertext}==` } },
+    ];
+    for (const other of others) {
+      const canonical = valid(JSON.stringify(other)).canonical;
+      assert.equal(sameCrystal(padded, canonical), false, JSON.stringify(other));
+      assert.equal(sameCrystal(canonical, padded), false, JSON.stringify(other));
+    }
+  });
 });
 
 describe("rfc3339Instant", () => {
@@ -137,6 +228,9 @@ describe("validateEnvelope", () => {
         parentCrystalId: `sha256:${"0".repeat(64)}`,
         createdAt: "2030-01-01T00:00:00.123456789+05:30",
       }),
+      JSON.stringify(
+        pythonSpelling(sealCrystal({ plaintext: randomBytes(1), key: KEY, tenantHash: TENANT })),
+      ),
     ]) {
       valid(text);
       assert.equal(validate(parseJson(text)), null);

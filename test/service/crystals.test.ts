@@ -19,6 +19,11 @@ import {
   tenantHashOf,
 } from "../../src/crystals/client.js";
 import { CRYSTAL_CIPHERS } from "../../src/crystals/envelope.js";
+import {
+  PythonBase64Error,
+  pythonUrlsafeB64decode,
+  pythonUrlsafeB64encode,
+} from "../support/python-base64.js";
 import { startTestService, type TestService } from "./support/service.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -48,6 +53,15 @@ function seal(tenantHash: string, options: Partial<SealOptions> = {}): CrystalEn
     createdAt: "2030-01-01T00:00:00Z",
     ...options,
   });
+}
+
+/** The envelope as the reference's Python clients send it: `urlsafe_b64encode`, padded. */
+function pythonSpelling(envelope: CrystalEnvelope): CrystalEnvelope {
+  return {
+    ...envelope,
+    nonce: pythonUrlsafeB64encode(Buffer.from(envelope.nonce, "base64url")),
+    ciphertext: pythonUrlsafeB64encode(Buffer.from(envelope.ciphertext, "base64url")),
+  };
 }
 
 const sha256Id = (bytes: Uint8Array) =>
@@ -378,12 +392,21 @@ describe("memory crystals", () => {
         "invalid_nonce",
       ],
       [
-        "a padded ciphertext",
+        "a ciphertext padded past a multiple of 4",
         () => {
           const envelope = valid();
-          return { ...envelope, ciphertext: `${envelope.ciphertext as string}=` };
+          const bytes = Buffer.from(envelope.ciphertext as string, "base64url");
+          return { ...envelope, ciphertext: `${pythonUrlsafeB64encode(bytes)}=` };
         },
         "invalid_ciphertext",
+      ],
+      [
+        "a padded nonce (12 bytes are 16 characters: nothing to pad)",
+        () => {
+          const envelope = valid();
+          return { ...envelope, nonce: `${envelope.nonce as string}====` };
+        },
+        "invalid_nonce",
       ],
       [
         "a ciphertext with whitespace",
@@ -499,6 +522,117 @@ describe("memory crystals", () => {
       // {"pad":"…"} is 10 bytes around the string.
       const envelope = seal(tenant, { metadataPublic: { pad: "x".repeat(4086) } });
       await created(envelope);
+    });
+  });
+
+  describe("clients that pad base64url, as the reference's Python clients do", () => {
+    // Ciphertexts of 17, 18 and 19 bytes: Python pads two of the three lengths.
+    const PLAINTEXT_LENGTHS = [1, 2, 3];
+
+    test("padded envelopes are stored and read back padded, so urlsafe_b64decode works", async () => {
+      let paddedCount = 0;
+      for (const length of PLAINTEXT_LENGTHS) {
+        const tenant = freshTenant();
+        const plaintext = randomBytes(length);
+        const sealed = seal(tenant, { plaintext });
+        const envelope = pythonSpelling(sealed);
+        if (envelope.ciphertext.endsWith("=")) paddedCount += 1;
+        const response = await created(envelope);
+        // The id is the hash of the ciphertext bytes, not of their spelling.
+        assert.equal(response.json<{ crystal_id: string }>().crystal_id, sealed.crystal_id);
+        const served = await getCrystal(sealed.crystal_id, tenant);
+        assert.equal(served.statusCode, 200, served.body);
+        const fetched = served.json<CrystalEnvelope>();
+        assert.equal(fetched.ciphertext, envelope.ciphertext);
+        assert.equal(fetched.nonce, envelope.nonce);
+        // What a Python client does with what it reads back.
+        const ciphertext = pythonUrlsafeB64decode(fetched.ciphertext);
+        assert.equal(sha256Id(ciphertext), fetched.crystal_id);
+        assert.equal(ciphertext.length, fetched.size_bytes);
+        assert.equal(pythonUrlsafeB64decode(fetched.nonce).length, 12);
+        assert.deepEqual(openCrystal(fetched, KEY), plaintext);
+      }
+      assert.equal(paddedCount, 2);
+    });
+
+    test("what an unpadding client wrote is what it reads back", async () => {
+      const tenant = freshTenant();
+      const envelope = seal(tenant, { plaintext: randomBytes(1) });
+      assert.ok(!envelope.ciphertext.endsWith("="));
+      await created(envelope);
+      const fetched = (await getCrystal(envelope.crystal_id, tenant)).json<CrystalEnvelope>();
+      assert.equal(fetched.ciphertext, envelope.ciphertext);
+      // A padding-requiring decoder cannot read this spelling: hence serving each its own.
+      assert.throws(() => pythonUrlsafeB64decode(fetched.ciphertext), PythonBase64Error);
+    });
+
+    for (const paddedFirst of [true, false]) {
+      const order = paddedFirst ? "padded, then unpadded" : "unpadded, then padded";
+      test(`${order}: one crystal, 200 idempotent, the first writer's bytes served`, async () => {
+        for (const length of PLAINTEXT_LENGTHS) {
+          const tenant = freshTenant();
+          const envelope = seal(tenant, { plaintext: randomBytes(length) });
+          const [first, second] = paddedFirst
+            ? [pythonSpelling(envelope), envelope]
+            : [envelope, pythonSpelling(envelope)];
+          const stored = await created(first);
+          const before = await getCrystal(envelope.crystal_id, tenant);
+          const again = await post(second);
+          assert.equal(again.statusCode, 200, again.body);
+          assert.equal(again.body, stored.body);
+          const after = await getCrystal(envelope.crystal_id, tenant);
+          assert.deepEqual(after.rawPayload, before.rawPayload);
+          assert.equal(after.json<CrystalEnvelope>().ciphertext, first.ciphertext);
+          assert.equal((await lineage(tenant)).json<{ count: number }>().count, 1);
+        }
+      });
+    }
+
+    test("a different envelope in the other spelling is still 409 crystal_conflict", async () => {
+      const tenant = freshTenant();
+      const envelope = seal(tenant, { plaintext: randomBytes(1) });
+      await created(pythonSpelling(envelope));
+      const changed = { ...envelope, metadata_public: { changed: true } };
+      for (const spelling of [changed, pythonSpelling(changed)]) {
+        const response = await post(spelling);
+        assert.equal(response.statusCode, 409, response.body);
+        assert.deepEqual(response.json(), { error: "crystal_conflict" });
+      }
+    });
+
+    test("padding is held to the other rules: place, amount, alphabet, whitespace, bits", async () => {
+      const tenant = freshTenant();
+      // 17 bytes: 23 characters unpadded, 24 with one `=`.
+      const envelope = seal(tenant, { plaintext: randomBytes(1) });
+      const padded = pythonSpelling(envelope).ciphertext;
+      assert.equal(padded.length, 24);
+      const unpadded = padded.slice(0, 23);
+      const bytes = Buffer.from(unpadded, "base64url");
+      const standard = bytes.toString("base64");
+      const spellings = [
+        `${unpadded}==`,
+        `${unpadded}===`,
+        `${unpadded.slice(0, 20)}=${unpadded.slice(20)}`,
+        `=${unpadded}`,
+        `${padded} `,
+        `${padded}\n`,
+        `${unpadded} =`,
+        // The standard alphabet, padded: what b64encode (not urlsafe_) writes.
+        standard.includes("+") || standard.includes("/") ? standard : `+${standard.slice(1)}`,
+        // The last character carries 2 unused bits; set one of them.
+        `${unpadded.slice(0, 22)}${String.fromCharCode(unpadded.charCodeAt(22) + 1)}=`,
+      ];
+      for (const ciphertext of spellings) {
+        const response = await post({ ...envelope, ciphertext });
+        assert.equal(response.statusCode, 400, JSON.stringify(ciphertext));
+        assert.deepEqual(response.json(), {
+          error: "invalid_ciphertext",
+          detail:
+            "ciphertext must be base64url, padded or not, with no whitespace and zero unused bits",
+        });
+      }
+      // Nothing was stored on the way: the well-formed spelling is still new.
+      await created(pythonSpelling(envelope));
     });
   });
 

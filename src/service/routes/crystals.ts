@@ -67,7 +67,12 @@ const postCrystalSchema = {
     "parent must be a crystal of the same tenant",
   body: crystalEnvelopeSchema,
   response: {
-    200: { ...storedSchema, description: "this exact envelope was already stored (idempotent)" },
+    200: {
+      ...storedSchema,
+      description:
+        "this envelope was already stored, in this or the other base64url spelling " +
+        "(idempotent; the stored spelling is kept)",
+    },
     201: { ...storedSchema, description: "stored; `Location` names the crystal and its tenant" },
     400: {
       ...errorResponseSchema,
