@@ -29,15 +29,15 @@ const COLLECTION: CollectionName = "revocations";
 export type RevocationDocumentRead =
   | { status: "found"; bytes: Uint8Array }
   | { status: "not_found" }
-  | { status: "invalid" }
-  | { status: "bad_issuer" };
+  | { status: "invalid" };
 
 /** Whether stored `bytes` may be served as `issuer`'s document. */
 export type RevocationDocumentCheck = (bytes: Uint8Array, issuer: string) => Promise<boolean>;
 
 /**
  * An Ed25519 did:key (`did:key:z6Mk…`): the only issuers whose statements can be
- * self-signed. The length bound keeps base58 decoding of hostile paths cheap.
+ * self-signed, so the only ones that can have a document. The length bound keeps base58
+ * decoding of hostile paths cheap.
  */
 export function isRevocationIssuer(issuer: string): boolean {
   return /^did:key:z[1-9A-HJ-NP-Za-km-z]{1,100}$/.test(issuer) && canDecodeDidKey(issuer);
@@ -111,16 +111,22 @@ export function documentDigest(bytes: Uint8Array): string {
 export type RevocationDocumentLookup =
   | { status: "found"; bytes: Uint8Array; etag: string }
   | { status: "not_found" }
-  | { status: "invalid" }
-  | { status: "bad_issuer" };
+  | { status: "invalid" };
 
-/** `readRevocationDocument` plus the strong ETag of the bytes, so they are hashed once. */
+/**
+ * `readRevocationDocument` plus the strong ETag of the bytes, so they are hashed once.
+ *
+ * An issuer that is not an Ed25519 did:key has no document, like any issuer nothing was
+ * stored for (the reference answers both alike). It is answered without reading the store:
+ * imports and rotations only ever file documents under Ed25519 did:keys, and the store never
+ * sees an id made of whatever a path held.
+ */
 export async function lookupRevocationDocument(
   store: DocumentStore,
   issuer: string,
   check: RevocationDocumentCheck = checkRevocationDocumentHere,
 ): Promise<RevocationDocumentLookup> {
-  if (!isRevocationIssuer(issuer)) return { status: "bad_issuer" };
+  if (!isRevocationIssuer(issuer)) return { status: "not_found" };
   const bytes = await store.get(COLLECTION, issuer);
   if (bytes === null) return { status: "not_found" };
   const digest = documentDigest(bytes);

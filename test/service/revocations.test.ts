@@ -2,7 +2,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, beforeEach, describe, test } from "node:test";
-import { INVALID_ISSUER_DETAIL } from "../../src/service/routes/revocations.js";
 import { signerFromSeed } from "../../src/verifier/crypto/ed25519.js";
 import { dumpCompact } from "../../src/verifier/json/dump.js";
 import type { JsonObject, JsonValue } from "../../src/verifier/json/value.js";
@@ -92,7 +91,8 @@ describe("GET /revocations/{issuer}", () => {
     assert.deepEqual(response.json(), { error: "no_document" });
   });
 
-  test("an issuer that is not an Ed25519 did:key is 400 invalid_issuer", async () => {
+  test("an issuer that is not an Ed25519 did:key has no document: 404, as the reference answers", async () => {
+    const nothingStored = await get(otherSigner.did);
     for (const issuer of [
       "not-a-did",
       "did:web:example.com",
@@ -100,12 +100,33 @@ describe("GET /revocations/{issuer}", () => {
       "did:key:z0OIl",
       "did:key:z1111",
       `${ISSUER}x`,
-      encodeURIComponent(" did:key:z6Mk"),
+      ISSUER.toUpperCase(),
+      ISSUER.replace("did:key:", "did:KEY:"),
+      encodeURIComponent(` ${ISSUER}`),
+      encodeURIComponent(`${ISSUER}\n`),
+      // Paths that would climb out of the collection, were they ever used as ids.
+      encodeURIComponent("../keys/anything"),
+      encodeURIComponent(`../../revocations/${ISSUER}`),
+      "..%2F..%2F..%2Fetc%2Fpasswd",
+      encodeURIComponent("did:key:z6Mk/../../x"),
+      // Path parameters are routed up to 100 characters (longer ones: 400 before routing).
+      `did:web:${"a".repeat(92)}`,
     ]) {
       const response = await get(issuer);
-      assert.equal(response.statusCode, 400, issuer);
-      assert.deepEqual(response.json(), { error: "invalid_issuer", detail: INVALID_ISSUER_DETAIL });
+      assert.equal(response.statusCode, 404, issuer);
+      assert.equal(response.body, nothingStored.body, issuer);
+      assert.equal(response.headers["content-type"], nothingStored.headers["content-type"]);
+      assert.equal(response.headers["cache-control"], nothingStored.headers["cache-control"]);
     }
+    assert.deepEqual(nothingStored.json(), { error: "no_document" });
+  });
+
+  test("a document filed under anything but an Ed25519 did:key is never served", async () => {
+    const misfiled = "did:web:example.com";
+    await store(misfiled, CORPUS_DOCUMENT);
+    const response = await get(misfiled);
+    assert.equal(response.statusCode, 404);
+    assert.deepEqual(response.json(), { error: "no_document" });
   });
 
   describe("a stored document the service cannot vouch for is 500 stored_document_invalid", () => {

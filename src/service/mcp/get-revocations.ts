@@ -8,14 +8,12 @@
 import type { DocumentStore } from "../../storage/document-store.js";
 import { dumpCompact } from "../../verifier/json/dump.js";
 import { type RevocationDocumentCheck, readRevocationDocument } from "../revocation-documents.js";
-import { INVALID_ISSUER_DETAIL } from "../routes/revocations.js";
 import type { RevocationsLookup } from "./answer.js";
 import { resultResponse, toolResult } from "./json-rpc.js";
 
 /** The tool's failures carry the error bodies of `GET /revocations/{issuer}`. */
 const FAILURES = {
   not_found: { error: "no_document" },
-  bad_issuer: { error: "invalid_issuer", detail: INVALID_ISSUER_DETAIL },
   invalid: { error: "stored_document_invalid" },
 } as const;
 

@@ -7,8 +7,6 @@ import { sendStoredDocument } from "../http/stored-document.js";
 import { lookupRevocationDocument, revocationDocumentCheckOn } from "../revocation-documents.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
 
-export const INVALID_ISSUER_DETAIL = "issuer must be an Ed25519 did:key (did:key:z6Mk…)";
-
 const revocationsSchema = {
   description:
     "The issuer's revocation document (verifier.md §7): self-signed statements revoking the issuer's key, " +
@@ -50,8 +48,12 @@ const revocationsSchema = {
       additionalProperties: true,
     },
     304: { description: "the client's copy (named by `If-None-Match`) is current", type: "null" },
-    400: { ...errorResponseSchema, description: "`invalid_issuer`: not an Ed25519 did:key" },
-    404: { ...errorResponseSchema, description: "`no_document`: nothing stored for this issuer" },
+    404: {
+      ...errorResponseSchema,
+      description:
+        "`no_document`: the issuer has no document, whatever its form (only an Ed25519 " +
+        "did:key can have one)",
+    },
     ...commonErrorResponses,
   },
 } as const;
@@ -68,8 +70,6 @@ export async function revocationRoutes(app: FastifyInstance) {
           return sendStoredDocument(request, reply, found.bytes, { etag: found.etag });
         case "not_found":
           return reply.code(404).send({ error: "no_document" });
-        case "bad_issuer":
-          return reply.code(400).send({ error: "invalid_issuer", detail: INVALID_ISSUER_DETAIL });
         case "invalid":
           request.log.error("stored revocation document failed validation");
           return reply.code(500).send({ error: "stored_document_invalid" });
