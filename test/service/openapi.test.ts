@@ -72,7 +72,7 @@ describe("GET /openapi.json", () => {
     }
   });
 
-  test("every documented operation exists: none answers 404", async () => {
+  test("every documented operation exists: none answers the router's 404", async () => {
     for (const name of operationsOf(document.paths).keys()) {
       const [method, path] = name.split(" ") as [string, string];
       const url = path.replace(/\{[^}]+\}/g, "x");
@@ -81,7 +81,8 @@ describe("GET /openapi.json", () => {
         url,
         payload: method === "GET" ? undefined : "{}",
       });
-      assert.notEqual(response.statusCode, 404, `${name} → 404 ${response.body}`);
+      // A resource may be missing (`GET /revocations/x` is 404 no_document); the route may not.
+      assert.notEqual(response.body, '{"error":"not_found"}', `${name} → ${response.statusCode}`);
     }
   });
 });
