@@ -9,8 +9,14 @@
  *   itself (so a body that is not an object is answered `200` with `not_an_object`, a
  *   verification failure like any other);
  * - the wrapper's members are checked: an unknown member (a misspelt `revocations`, say) is
- *   `400 bad_shape` instead of a check silently not run; `bundle` must be an object and
- *   `revocations` a list of statements;
+ *   `400 bad_shape` instead of a check silently not run; `bundle` must be an object;
+ * - `revocations` is a list of statements (as the reference takes it), one revocation document
+ *   (what `GET /revocations/{issuer}` serves, what the CLI's `--revocations` reads), or a list
+ *   of documents. Documents are told from statements by their `kind`, read with the CLI's
+ *   loader checks (a document failing them is `400 bad_revocations_document`) and merged as
+ *   the CLI merges its sources, so the answer is the one the CLI gives for the same
+ *   documents. A list mixing both is `400 bad_shape`. URLs are not fetched: the client
+ *   inlines the document;
  * - `bundle` and `bundle_bytes_b64` together → `400 ambiguous_bundle`;
  * - `bundle_bytes_b64` is strict RFC 4648 §4 base64 (padded, no line breaks or whitespace,
  *   zero pad bits), and the bytes must be strict UTF-8 JSON holding an object; anything else is
@@ -21,6 +27,12 @@ import { CodedError } from "../verifier/coded-error.js";
 import { dumpCompact } from "../verifier/json/dump.js";
 import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
 import { isObject, type JsonObject, type JsonValue } from "../verifier/json/value.js";
+import {
+  isRevocationDocument,
+  RevocationLoadError,
+  revocationDocumentStatements,
+} from "../verifier/revocations/document.js";
+import { mergeStatements } from "../verifier/revocations/statements.js";
 import {
   VERIFICATION_RECEIPT_KIND,
   type VerifyReceiptOptions,
@@ -73,8 +85,13 @@ export const receiptRequestSchema = {
     },
     bundle: { type: "object", description: "the bundle, as an alternative to bundle_bytes_b64" },
     revocations: {
-      type: "array",
-      description: "revocation statements to check the issuer key against (verifier.md §7)",
+      type: ["array", "object"],
+      description:
+        "what to check the issuer key against (verifier.md §7): a list of revocation " +
+        "statements, one revocation document (`{kind: continuity-receipt-revocations, " +
+        "version: 1, statements}`, as `GET /revocations/{issuer}` serves it), or a list of " +
+        "documents, merged as the CLI merges repeated `--revocations`. Not both statements " +
+        "and documents in one list",
     },
   },
 } as const;
@@ -103,7 +120,9 @@ function answer(
 }
 
 /** A wrapped body that cannot be checked as asked: answered 400 with its code. */
-class RequestRefused extends CodedError<"bad_shape" | "ambiguous_bundle" | "bad_bundle_bytes"> {
+class RequestRefused extends CodedError<
+  "bad_shape" | "ambiguous_bundle" | "bad_bundle_bytes" | "bad_revocations_document"
+> {
   override readonly name = "RequestRefused";
 }
 
@@ -131,6 +150,35 @@ function bundleFromBase64(text: string): JsonObject {
   return bundle;
 }
 
+/** The statements of `documents`, merged as the CLI merges its `--revocations` sources. */
+function documentsStatements(documents: readonly JsonValue[], where: (index: number) => string) {
+  return mergeStatements(
+    ...documents.map((document, index) => {
+      try {
+        return revocationDocumentStatements(document);
+      } catch (error) {
+        if (!(error instanceof RevocationLoadError)) throw error;
+        throw new RequestRefused("bad_revocations_document", `${where(index)}: ${error.detail}`);
+      }
+    }),
+  );
+}
+
+/** The statements `revocations` stands for: see the decisions at the top. */
+function revocationStatements(revocations: JsonValue | undefined): JsonValue[] | undefined {
+  if (isObject(revocations)) return documentsStatements([revocations], () => "revocations");
+  if (!Array.isArray(revocations)) return undefined;
+  const documents = revocations.filter(isRevocationDocument).length;
+  if (documents === 0) return revocations;
+  if (documents < revocations.length) {
+    throw new RequestRefused(
+      "bad_shape",
+      "revocations must be a list of statements or a list of revocation documents, not both",
+    );
+  }
+  return documentsStatements(revocations, (index) => `revocations[${index}]`);
+}
+
 interface ReceiptRequest {
   receipt: JsonValue;
   options: VerifyReceiptOptions;
@@ -147,12 +195,11 @@ function receiptRequest(body: JsonValue): ReceiptRequest {
   if (bundle !== undefined && bundleBytes !== undefined) {
     throw new RequestRefused("ambiguous_bundle", "give bundle or bundle_bytes_b64, not both");
   }
-  const revocations = body.get("revocations");
   return {
     receipt: body.get("receipt") ?? null,
     options: {
       bundle: typeof bundleBytes === "string" ? bundleFromBase64(bundleBytes) : bundle,
-      revocations: Array.isArray(revocations) ? revocations : undefined,
+      revocations: revocationStatements(body.get("revocations")),
     },
   };
 }

@@ -35,8 +35,10 @@ export {
 export * from "./producer/index.js";
 export {
   buildRevocationDocument,
+  isRevocationDocument,
   parseRevocationDocument,
   RevocationLoadError,
+  revocationDocumentStatements,
   signRevocationStatement,
   validateRevocationDocument,
 } from "./revocations/document.js";

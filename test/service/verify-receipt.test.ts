@@ -1,9 +1,16 @@
 /** `POST /verify-receipt` (service.md §1, verifier.md §6.2), driven through `app.inject()`. */
 import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { loadAndMergeRevocations } from "../../src/io/revocation-sources.js";
 import { dumpCompact } from "../../src/verifier/json/dump.js";
 import { parseJson } from "../../src/verifier/json/parse.js";
-import { parseRevocationDocument } from "../../src/verifier/revocations/document.js";
+import {
+  buildRevocationDocument,
+  parseRevocationDocument,
+} from "../../src/verifier/revocations/document.js";
 import { verifyVerificationReceipt } from "../../src/verifier/verification-receipt/index.js";
 import { corpusBytes, corpusManifest } from "../support/corpus.js";
 import { startTestService, type TestService } from "./support/service.js";
@@ -12,6 +19,13 @@ const SERVICE = "continuity-receipt-verify";
 const BUNDLE = corpusBytes("vectors/verification/bundle.json");
 const OTHER_BUNDLE = corpusBytes("vectors/verification/other_bundle.json");
 const CORPUS_RECEIPT = corpusBytes("vectors/verification/01_valid.json");
+const REVOKED_RECEIPT = corpusBytes("vectors/verification/12_revoked_issuer.json");
+/** The issuer's key revoked before the receipt's `verified_at`. */
+const REVOKED_DOCUMENT = corpusBytes("vectors/verification/12_revoked_issuer.revocations.json");
+/** The same key revoked after it. */
+const LATER_DOCUMENT = corpusBytes(
+  "vectors/verification/21_valid_statement_after_verified_at.revocations.json",
+);
 const CORPUS_ISSUER = "did:key:z6MkfvFqL6qMAgXLopHUAKn1E4Mwf2HLwSrP6eTcu5vnfZZK";
 const CORPUS_BUNDLE_DIGEST =
   "sha256:0ea854078244673a93249ac2c3df35aff6dfa71602bdc556a2887da2b1a59de9";
@@ -158,6 +172,12 @@ describe("POST /verify-receipt", () => {
         const result = await check(wrapped(members));
         const library = verifyVerificationReceipt(parseJson(receipt), { bundle, revocations });
         assert.deepEqual(result, { ...JSON.parse(dumpCompact(library)), service: SERVICE });
+        if (entry.revocations_file !== undefined) {
+          // The document itself, as the CLI's --revocations reads it, gives the same answer.
+          const document = corpusBytes(`vectors/verification/${entry.revocations_file}`);
+          members.revocations = document.toString("utf8");
+          assert.deepEqual(await check(wrapped(members)), result);
+        }
         const expected = JSON.parse(
           corpusBytes(`expected/verification/${entry.file}`).toString("utf8"),
         );
@@ -219,6 +239,68 @@ describe("POST /verify-receipt", () => {
     });
   });
 
+  describe("revocations as documents: what GET /revocations/{issuer} serves, fed back", () => {
+    const receipt = REVOKED_RECEIPT.toString("utf8");
+    const bundleBytes = JSON.stringify(b64(BUNDLE));
+    let served: string;
+    before(async () => {
+      await service.app.documentStore.create("revocations", CORPUS_ISSUER, REVOKED_DOCUMENT);
+      const response = await service.app.inject({
+        method: "GET",
+        url: `/revocations/${CORPUS_ISSUER}`,
+      });
+      assert.equal(response.statusCode, 200, response.body);
+      served = response.body;
+    });
+    const checkWith = (revocations: string) =>
+      check(wrapped({ receipt, bundle_bytes_b64: bundleBytes, revocations }));
+
+    test("statements, the served document, a list of documents: one answer", async () => {
+      const statements = await checkWith(dumpCompact(parseRevocationDocument(REVOKED_DOCUMENT)));
+      assert.deepEqual(statements.errors, ["key_revoked"]);
+      for (const revocations of [served, `[${served}]`, `[${served},${served}]`]) {
+        assert.deepEqual(await checkWith(revocations), statements, revocations);
+      }
+    });
+
+    test("documents give the answer the CLI's --revocations gives for the same files", async () => {
+      const dir = await mkdtemp(join(tmpdir(), "verify-receipt-revocations-"));
+      try {
+        const servedFile = join(dir, "served.json");
+        await writeFile(servedFile, served);
+        const laterFile = join(dir, "later.json");
+        await writeFile(laterFile, LATER_DOCUMENT);
+        const emptyFile = join(dir, "empty.json");
+        const empty = dumpCompact(buildRevocationDocument([]));
+        await writeFile(emptyFile, empty);
+        const texts = new Map([
+          [servedFile, served],
+          [laterFile, LATER_DOCUMENT.toString("utf8")],
+          [emptyFile, empty],
+        ]);
+        for (const files of [
+          [servedFile],
+          [laterFile],
+          [emptyFile],
+          [servedFile, laterFile],
+          [laterFile, servedFile, servedFile],
+          [emptyFile, laterFile],
+        ]) {
+          const cli = verifyVerificationReceipt(parseJson(REVOKED_RECEIPT), {
+            bundle: BUNDLE,
+            revocations: await loadAndMergeRevocations(files),
+          });
+          const expected = { ...JSON.parse(dumpCompact(cli)), service: SERVICE };
+          const documents = files.map((file) => texts.get(file));
+          assert.deepEqual(await checkWith(`[${documents.join(",")}]`), expected, files.join());
+          if (files.length === 1) assert.deepEqual(await checkWith(documents[0] ?? ""), expected);
+        }
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+  });
+
   describe("refusals", () => {
     const receipt = CORPUS_RECEIPT.toString("utf8");
     const refusals: [string, string, object][] = [
@@ -238,9 +320,45 @@ describe("POST /verify-receipt", () => {
         { error: "bad_shape", detail: "body/bundle must be object" },
       ],
       [
-        "revocations that are not a list",
+        "revocations that are neither a list nor a document",
+        wrapped({ receipt, revocations: '"https://example.com/revocations.json"' }),
+        { error: "bad_shape", detail: "body/revocations must be array,object" },
+      ],
+      [
+        "a list mixing documents and statements",
+        wrapped({
+          receipt,
+          revocations: `[${REVOKED_DOCUMENT},${dumpCompact(parseRevocationDocument(REVOKED_DOCUMENT)[0] ?? null)}]`,
+        }),
+        {
+          error: "bad_shape",
+          detail:
+            "revocations must be a list of statements or a list of revocation documents, not both",
+        },
+      ],
+      [
+        "an object that is not a revocation document",
         wrapped({ receipt, revocations: "{}" }),
-        { error: "bad_shape", detail: "body/revocations must be array" },
+        {
+          error: "bad_revocations_document",
+          detail: "revocations: kind is None, expected 'continuity-receipt-revocations'",
+        },
+      ],
+      [
+        "a document of another version",
+        wrapped({
+          receipt,
+          revocations: '{"kind":"continuity-receipt-revocations","version":2,"statements":[]}',
+        }),
+        { error: "bad_revocations_document", detail: "revocations: version is 2, expected 1" },
+      ],
+      [
+        "a list holding a document whose statements are not a list",
+        wrapped({
+          receipt,
+          revocations: `[${REVOKED_DOCUMENT},{"kind":"continuity-receipt-revocations","version":1,"statements":{}}]`,
+        }),
+        { error: "bad_revocations_document", detail: "revocations[1]: statements is not a list" },
       ],
       [
         "bundle_bytes_b64 that is not a string",

@@ -35,8 +35,20 @@ function badDocument(detail: string): RevocationLoadError {
   return new RevocationLoadError("bad_revocations_document", detail);
 }
 
-/** The envelope checks; returns the statements unvalidated. */
-function documentStatements(document: JsonValue): JsonValue[] {
+/**
+ * Whether `value` is a revocation document rather than a statement. A document says so by its
+ * `kind`; a statement (`{key, revoked_at, reason?, sig}`) has none.
+ */
+export function isRevocationDocument(value: JsonValue): value is JsonObject {
+  return isObject(value) && member(value, "kind") === REVOCATION_DOCUMENT_KIND;
+}
+
+/**
+ * `load_statements` for a document already parsed: the envelope checks (an object, kind,
+ * version 1, `statements` a list); returns the statements unvalidated. Throws
+ * `RevocationLoadError` (`bad_revocations_document`).
+ */
+export function revocationDocumentStatements(document: JsonValue): JsonValue[] {
   if (!isObject(document)) throw badDocument("revocation document is not a JSON object");
   const kind = member(document, "kind");
   if (kind !== REVOCATION_DOCUMENT_KIND) {
@@ -71,7 +83,7 @@ function readDocument(bytes: Uint8Array): JsonValue {
  * Throws `RevocationLoadError`.
  */
 export function parseRevocationDocument(bytes: Uint8Array): JsonValue[] {
-  return documentStatements(readDocument(bytes));
+  return revocationDocumentStatements(readDocument(bytes));
 }
 
 export function buildRevocationDocument(
@@ -132,7 +144,7 @@ function validateStatements(statements: readonly JsonValue[]): string[] {
 export function validateRevocationDocument(document: JsonValue | Uint8Array): string[] {
   let statements: JsonValue[];
   try {
-    statements = documentStatements(
+    statements = revocationDocumentStatements(
       document instanceof Uint8Array ? readDocument(document) : document,
     );
   } catch (error) {
