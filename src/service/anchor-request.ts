@@ -17,6 +17,7 @@ import {
   type AnchorJob,
   anchorId,
   anchorJobId,
+  jobAttestation,
 } from "../../queues/anchors.js";
 import { verifyProof } from "../verifier/anchor/index.js";
 import { dumpCompact } from "../verifier/json/dump.js";
@@ -263,7 +264,7 @@ export function prepareAnchorPost(bytes: Uint8Array): AnchorReply | AnchorStoreR
       proof: proofText as string,
       note: typeof note === "string" ? note : null,
       status: result.status,
-      attestations: result.attestations,
+      attestations: result.attestations.map(jobAttestation),
     },
   };
 }
