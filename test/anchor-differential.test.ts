@@ -7,12 +7,14 @@
  * socket, through `POST /verify-anchor`. Each must give the oracle's status and code.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { main } from "../src/cli/continuity-receipt-anchor.js";
 import { type AnchorResult, verifyProof } from "../src/verifier/anchor/index.js";
 import { startTestService, type TestService } from "./service/support/service.js";
@@ -331,6 +333,8 @@ describe("OpenTimestamps: the verifier agrees with the spec oracle", () => {
       "invalid_length",
       "trailing_data",
       "invalid_result",
+      "recursion_limit",
+      "too_many_nodes",
       "digest_mismatch",
       "header_mismatch",
       "anchor_verified",
@@ -406,6 +410,39 @@ describe("OpenTimestamps: the verifier agrees with the spec oracle", () => {
       t.diagnostic(`CLI: ${results.length - tally(results).length}/${results.length} agree`);
       assert.deepEqual(tally(results).slice(0, 10), []);
     });
+  });
+
+  test("through the built binary: a handful of the short and hand-built cases", (t) => {
+    const bin = fileURLToPath(
+      new URL("../dist/src/cli/continuity-receipt-anchor.js", import.meta.url),
+    );
+    assert.ok(existsSync(bin), `${bin} is missing: run npm run build`);
+    const workDir = mkdtempSync(join(tmpdir(), "receiptd-ots-binary-"));
+    try {
+      const picked = [
+        ...shortInputs().filter((_, index) => index % 9 === 0),
+        ...edgeInputs().slice(0, 8),
+      ];
+      for (const c of picked) {
+        const proofPath = join(workDir, "proof.ots");
+        writeFileSync(proofPath, c.proof);
+        const run = spawnSync(
+          process.execPath,
+          [bin, "verify", proofPath, "--digest", c.digest.toString("hex"), "--json"],
+          { encoding: "utf8" },
+        );
+        const printed = JSON.parse(run.stdout) as { status: string; code: string };
+        const expected = expectedOf(c);
+        assert.deepEqual(
+          [printed.status, printed.code, run.status],
+          [expected.status, expected.code, expected.status === "verified" ? 0 : 1],
+          c.name,
+        );
+      }
+      t.diagnostic(`binary: ${picked.length}/${picked.length} agree`);
+    } finally {
+      rmSync(workDir, { recursive: true, force: true });
+    }
   });
 
   describe("through POST /verify-anchor over HTTP", () => {
