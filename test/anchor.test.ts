@@ -430,11 +430,22 @@ describe("parse errors", () => {
     }
   });
 
-  test("bad_magic", () => {
+  test("bad_magic: 31 bytes or more that are not the magic", () => {
     const wrongMagic = Buffer.from(valid);
     wrongMagic[3]! ^= 0x20;
     assertRejected(wrongMagic, "bad_magic");
-    assertRejected(Buffer.from("Hello World!\n"), "bad_magic");
+    assertRejected(Buffer.from("This is a text file, not a proof.\n"), "bad_magic");
+    assertRejected(Buffer.alloc(31), "bad_magic");
+  });
+
+  test("a file shorter than the magic is truncated, whatever its bytes", () => {
+    // The header is read whole before it is compared (verifier.md §8.1: reads past the end
+    // are `truncated`), so three zero bytes (base64 `AAAA`) are a cut file, not a foreign one.
+    assertRejected(Buffer.from("AAAA", "base64"), "truncated");
+    assertRejected(Buffer.from("Hello World!\n"), "truncated");
+    for (let length = 0; length < 31; length++) {
+      assertRejected(Buffer.alloc(length, 0xab), "truncated");
+    }
   });
 
   test("unsupported_version", () => {
@@ -467,24 +478,49 @@ describe("parse errors", () => {
     assertRejected(buildProof(bytes(OP.keccak256, bitcoinLeaf(1))), "unsupported_op");
   });
 
-  test("invalid_varuint: longer than 10 bytes or beyond 2^53 - 1", () => {
+  test("invalid_varuint: longer than 10 bytes", () => {
     const elevenBytes = bytes(Buffer.alloc(10, 0x80), 0x01);
     assertRejected(buildProof(attestation(BITCOIN, elevenBytes)), "invalid_varuint");
     assertRejected(
       buildProof(bytes(OP.append, elevenBytes, 0x61, bitcoinLeaf(1))),
       "invalid_varuint",
     );
-    const twoTo53 = bytes(Buffer.alloc(7, 0x80), 0x10);
-    assertRejected(buildProof(attestation(BITCOIN, twoTo53)), "invalid_varuint");
+    // Ten bytes that all announce another: the varuint is already too long, no 11th is read.
+    assertRejected(buildProof(bytes(OP.append, Buffer.alloc(10, 0xff))), "invalid_varuint");
   });
 
-  test("varuints up to 10 bytes and 2^53 - 1 are accepted", () => {
+  test("varuints are exact up to 10 bytes; heights beyond 2^53 - 1 are bigints", () => {
     const paddedOne = bytes(0x81, Buffer.alloc(8, 0x80), 0x00);
     const [padded] = parseOtsProof(buildProof(attestation(BITCOIN, paddedOne))).leaves;
     assert.deepEqual(padded!.attestation, { kind: "bitcoin", value: 1 });
     const max = Number.MAX_SAFE_INTEGER;
     const [largest] = parseOtsProof(buildProof(bitcoinLeaf(max))).leaves;
     assert.deepEqual(largest!.attestation, { kind: "bitcoin", value: max });
+    // 2^69 + 5 takes all ten bytes; the reference's integers are exact, so ours are too.
+    const huge = bytes(0x85, Buffer.alloc(8, 0x80), 0x40);
+    const proof = buildProof(attestation(BITCOIN, huge));
+    const [hugeLeaf] = parseOtsProof(proof).leaves;
+    assert.deepEqual(hugeLeaf!.attestation, { kind: "bitcoin", value: 2n ** 69n + 5n });
+    const result = verifyProof(proof, sampleDigest);
+    assert.deepEqual(statusOf(result), ["unverified", "anchor_unverified"]);
+    assert.match(result.detail, /heights 590295810358705651717 /);
+    const withHeader = verifyProof(
+      proof,
+      sampleDigest,
+      new Map([[2n ** 69n + 5n, headerWith(parseOtsProof(proof).leaves[0]!.message)]]),
+    );
+    assert.deepEqual(statusOf(withHeader), ["verified", "anchor_verified"]);
+    assert.equal(withHeader.confirmed?.block_height, 2n ** 69n + 5n);
+  });
+
+  test("a varuint's value is judged after all its bytes are read", () => {
+    // Eight bytes that all announce another already exceed 2^53, but the input ends first.
+    assertRejected(buildProof(bytes(OP.append, Buffer.alloc(8, 0xff))), "truncated");
+    assertRejected(buildProof(bytes(OP.append, Buffer.alloc(9, 0xff))), "truncated");
+    // A complete length beyond 2^53 is a length over the maximum like any other.
+    const twoTo60 = bytes(Buffer.alloc(8, 0x80), 0x10);
+    assertRejected(buildProof(bytes(OP.append, twoTo60)), "invalid_length");
+    assertRejected(buildProof(bytes(0x00, Buffer.from(BITCOIN, "hex"), twoTo60)), "invalid_length");
   });
 
   test("invalid_length: operation arguments", () => {
@@ -620,6 +656,28 @@ describe("continuity-receipt-anchor CLI", () => {
     assert.equal(code, 0);
     const headers = new Map([[HELLO_HEIGHT, helloHeaderHex]]);
     assert.deepEqual(result, verifyProof(helloProof, helloDigest, headers));
+  });
+
+  test("heights are exact at any size, in --height and in the printed result", async () => {
+    const height = 2n ** 69n + 5n;
+    const proof = buildProof(attestation(BITCOIN, bytes(0x85, Buffer.alloc(8, 0x80), 0x40)));
+    const proofPath = join(workDir, "huge-height.ots");
+    writeFileSync(proofPath, proof);
+    const header = headerWith(parseOtsProof(proof).leaves[0]!.message).toString("hex");
+    const digest = sampleDigest.toString("hex");
+    const args = ["verify", proofPath, "--digest", digest, "--json"];
+    const run = await runCli(...args, "--header", header, "--height", String(height));
+    assert.equal(run.code, 0, run.stdout);
+    assert.match(run.stdout, /"block_height": 590295810358705651717\b/);
+    assert.match(run.stdout, /"value": 590295810358705651717\b/);
+    const elsewhere = await runCliJson(
+      ...args,
+      "--header",
+      header,
+      "--height",
+      "590295810358705651716",
+    );
+    assert.deepEqual([elsewhere.code, elsewhere.result.code], [1, "header_mismatch"]);
   });
 
   test("exit 1 for every non-verified result", async () => {

@@ -17,6 +17,7 @@ import {
   type JsonObject,
   type JsonValue,
   member,
+  normalizeInteger,
 } from "../verifier/json/value.js";
 import { type CliIo, isEntryPoint, isParseArgsError, processIo, runMain } from "./entry.js";
 
@@ -39,16 +40,16 @@ class UsageError extends Error {}
 interface VerifyRequest {
   proofPath: string;
   expected: { digest: string } | { bundlePath: string; target: string };
-  headers: Map<number, string>;
+  headers: Map<number | bigint, string>;
   json: boolean;
 }
 
-function parseHeight(text: string): number {
-  const height = /^\d+$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(height)) {
+/** Exact at any size, as attestation heights are, so a header can meet any of them. */
+function parseHeight(text: string): number | bigint {
+  if (!/^\d+$/.test(text)) {
     throw new UsageError(`--height must be a non-negative integer, got ${JSON.stringify(text)}`);
   }
-  return height;
+  return normalizeInteger(BigInt(text));
 }
 
 function parseRequest(argv: string[]): VerifyRequest | "help" {
@@ -88,7 +89,7 @@ function parseRequest(argv: string[]): VerifyRequest | "help" {
   if (heights.length > headerTexts.length) {
     throw new UsageError("more --height than --header options");
   }
-  const headers = new Map<number, string>();
+  const headers = new Map<number | bigint, string>();
   headerTexts.forEach((header, index) => {
     headers.set(heights[index] ?? 0, header);
   });

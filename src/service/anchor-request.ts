@@ -17,6 +17,7 @@ import {
   type AnchorJob,
   anchorId,
   anchorJobId,
+  jobAttestation,
 } from "../../queues/anchors.js";
 import { verifyProof } from "../verifier/anchor/index.js";
 import { dumpCompact } from "../verifier/json/dump.js";
@@ -89,6 +90,49 @@ export const postAnchorBodySchema = {
       maxLength: NOTE_MAX_CHARACTERS,
       description: `free text stored with the proof, at most ${NOTE_MAX_CHARACTERS} characters`,
     },
+  },
+} as const;
+
+/** An attestation as AnchorResult and stored anchor documents list it (verifier.md §8.2). */
+export const attestationSchema = {
+  type: "object",
+  required: ["kind"],
+  properties: {
+    kind: { type: "string", enum: ["pending", "bitcoin", "litecoin", "unknown"] },
+    value: {
+      type: ["string", "integer"],
+      description: "calendar URI (pending) or block height (bitcoin, litecoin)",
+    },
+    tag: { type: "string", description: "hex attestation tag (unknown)" },
+    payload: { type: "string", description: "hex payload (unknown)" },
+  },
+} as const;
+
+export const anchorResultSchema = {
+  description:
+    "the AnchorResult of verifier.md §8.4 plus `service`; only merkle-root equality with the " +
+    "supplied headers is checked (no proof-of-work, no header chain)",
+  type: "object",
+  required: ["status", "code", "detail", "file_digest", "attestations", "service"],
+  properties: {
+    status: { type: "string", enum: ["verified", "unverified", "mismatch", "invalid"] },
+    code: { type: "string" },
+    detail: { type: "string" },
+    file_digest: {
+      type: "string",
+      description: "`<hash op>:<hex>`, empty if the proof did not parse",
+    },
+    attestations: { type: "array", items: attestationSchema },
+    confirmed: {
+      type: "object",
+      description: "present only when verified",
+      properties: {
+        block_height: { type: "integer" },
+        merkle_root: { type: "string" },
+        header_time: { type: "integer" },
+      },
+    },
+    service: { type: "string" },
   },
 } as const;
 
@@ -263,7 +307,7 @@ export function prepareAnchorPost(bytes: Uint8Array): AnchorReply | AnchorStoreR
       proof: proofText as string,
       note: typeof note === "string" ? note : null,
       status: result.status,
-      attestations: result.attestations,
+      attestations: result.attestations.map(jobAttestation),
     },
   };
 }

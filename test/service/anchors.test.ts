@@ -2,6 +2,8 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import { type AnchorJob, anchorsProcessor } from "../../queues/anchors.js";
+import { type AnchorStoreRequest, prepareAnchorPost } from "../../src/service/anchor-request.js";
 import { corpusBytes } from "../support/corpus.js";
 import { otsProof, pendingProof, sha256, upgradedProof } from "../support/ots.js";
 import { startTestService, type TestService } from "./support/service.js";
@@ -184,6 +186,42 @@ describe("anchor hosting", () => {
       assert.equal((await stored(id)).document.note, note);
     });
 
+    test("a block height beyond 2^53 - 1 is stored exactly, also after a trip through JSON", async () => {
+      const { bytes, id } = freshDigest();
+      const height = 2n ** 60n + 7n;
+      const proof = otsProof(bytes, { calendars: [], bitcoinHeight: Number.MAX_SAFE_INTEGER });
+      // Replace the height's varuint (the proof's last 8 bytes) by the one of 2^60 + 7.
+      const hugeHeight = Buffer.concat([
+        proof.subarray(0, -9),
+        Buffer.from([9, 0x87, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10]),
+      ]);
+      const response = await post({ digest: id, proof: b64(hugeHeight) });
+      assert.equal(response.statusCode, 200, response.body);
+      assert.match(
+        (await stored(id)).body,
+        /"attestations":\[\{"kind":"bitcoin","value":1152921504606846983\}\]\}$/,
+      );
+
+      // What a BullMQ worker receives: the job as JSON text, parsed again.
+      const other = freshDigest();
+      const prepared = prepareAnchorPost(
+        Buffer.from(
+          JSON.stringify({
+            digest: other.id,
+            proof: b64(
+              Buffer.concat([hugeHeight.subarray(0, 33), other.bytes, hugeHeight.subarray(65)]),
+            ),
+          }),
+        ),
+      );
+      assert.equal(prepared.kind, "store");
+      const job = JSON.parse(JSON.stringify((prepared as AnchorStoreRequest).job)) as AnchorJob;
+      assert.deepEqual(job.attestations, [{ kind: "bitcoin", value: height.toString() }]);
+      const outcome = await anchorsProcessor(service.app.documentStore)(job, "test-job");
+      assert.equal(outcome.outcome, "created");
+      assert.match((await stored(other.id)).body, /"value":1152921504606846983\}\]\}$/);
+    });
+
     describe("400", () => {
       const { bytes, id } = freshDigest();
       const proof = b64(pendingProof(bytes));
@@ -235,11 +273,20 @@ describe("anchor hosting", () => {
         ],
         [
           "bytes that are not a proof",
-          { digest: id, proof: b64(Buffer.from("not a proof")) },
+          { digest: id, proof: b64(Buffer.from("not a proof, only some text of 40 bytes")) },
           {
             error: "proof_rejected",
             code: "bad_magic",
             detail: "not a detached OpenTimestamps proof",
+          },
+        ],
+        [
+          "bytes fewer than the header's",
+          { digest: id, proof: b64(Buffer.from("not a proof")) },
+          {
+            error: "proof_rejected",
+            code: "truncated",
+            detail: "proof ends while reading the header magic (31 bytes needed, 11 left)",
           },
         ],
         [

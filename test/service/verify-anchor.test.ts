@@ -196,9 +196,15 @@ describe("POST /verify-anchor", () => {
         },
       );
       await expectAnswer(
-        { proof: Buffer.from("hello").toString("base64"), digest: HELLO_DIGEST },
+        { proof: Buffer.alloc(40, 0x68).toString("base64"), digest: HELLO_DIGEST },
         200,
         invalid("bad_magic", "not a detached OpenTimestamps proof"),
+      );
+      // Fewer bytes than the header: the reference reads the header whole before comparing.
+      await expectAnswer(
+        { proof: "AAAA", digest: HELLO_DIGEST },
+        200,
+        invalid("truncated", "proof ends while reading the header magic (31 bytes needed, 3 left)"),
       );
       await expectAnswer(
         { proof: "", digest: HELLO_DIGEST },

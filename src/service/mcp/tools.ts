@@ -4,6 +4,10 @@
  */
 import { Ajv, type ErrorObject } from "ajv";
 import { type JsonObject, toPlain } from "../../verifier/json/value.js";
+import { anchorResultSchema } from "../anchor-request.js";
+import { errorResponseSchema } from "../schemas/errors.js";
+import { revocationDocumentSchema } from "../schemas/revocation-document.js";
+import { verdictPayloadSchema } from "../schemas/verdict.js";
 
 export type ToolName = "verify_bundle" | "verify_anchor" | "get_revocations";
 
@@ -17,6 +21,11 @@ export interface ToolDefinition {
     required: readonly string[];
     additionalProperties: false;
   };
+  /**
+   * What `structuredContent` holds, in success and in failure (`isError`), so that clients
+   * can validate it: the response schemas of the tool's HTTP endpoint, the same objects.
+   */
+  outputSchema: { type: "object"; [keyword: string]: unknown };
   /** Hints for clients: every tool only reads, and none reaches outside the service. */
   annotations: {
     readOnlyHint: true;
@@ -24,6 +33,14 @@ export interface ToolDefinition {
     idempotentHint: true;
     openWorldHint: false;
   };
+}
+
+/**
+ * An output schema for a tool that answers like its endpoint: the endpoint's success body or
+ * its error body (`{error, detail?}`), which tool failures carry.
+ */
+function bodyOrError(description: string, body: object): ToolDefinition["outputSchema"] {
+  return { type: "object", description, anyOf: [body, errorResponseSchema] };
 }
 
 const annotations: ToolDefinition["annotations"] = {
@@ -63,6 +80,8 @@ export const TOOLS: readonly ToolDefinition[] = [
       required: ["bundle"],
       additionalProperties: false,
     },
+    // A bad bundle is a verdict and bad arguments are -32602: this tool has no failures.
+    outputSchema: verdictPayloadSchema,
     annotations,
   },
   {
@@ -87,6 +106,10 @@ export const TOOLS: readonly ToolDefinition[] = [
       required: ["proof", "digest"],
       additionalProperties: false,
     },
+    outputSchema: bodyOrError(
+      "POST /verify-anchor's 200 body (an AnchorResult with `service`), or its 400 body",
+      anchorResultSchema,
+    ),
     annotations,
   },
   {
@@ -104,6 +127,10 @@ export const TOOLS: readonly ToolDefinition[] = [
       required: ["issuer"],
       additionalProperties: false,
     },
+    outputSchema: bodyOrError(
+      "GET /revocations/{issuer}'s 200 body (the stored document), or its error body",
+      revocationDocumentSchema,
+    ),
     annotations,
   },
 ];

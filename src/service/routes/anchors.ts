@@ -9,13 +9,14 @@ import {
   type AnchorReply,
   type AnchorStoreRequest,
   type AnchorTask,
+  attestationSchema,
   postAnchorBodySchema,
 } from "../anchor-request.js";
 import { submitDurably } from "../http/durable-write.js";
 import { sendStoredDocument } from "../http/stored-document.js";
 import { transferableBody } from "../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
-import { ANCHOR_TASK_MODULE, attestationSchema } from "./verify-anchor.js";
+import { ANCHOR_TASK_MODULE } from "./verify-anchor.js";
 
 export interface AnchorRoutesOptions {
   /** How long `POST /anchors` waits for a durable write before answering 202. */

@@ -6,6 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { sendStoredDocument } from "../http/stored-document.js";
 import { lookupRevocationDocument, revocationDocumentCheckOn } from "../revocation-documents.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
+import { revocationDocumentSchema } from "../schemas/revocation-document.js";
 
 const revocationsSchema = {
   description:
@@ -19,34 +20,7 @@ const revocationsSchema = {
     },
   },
   response: {
-    200: {
-      description: "the stored document, byte for byte, with a strong `ETag`",
-      type: "object",
-      required: ["kind", "version", "statements"],
-      properties: {
-        kind: { type: "string", const: "continuity-receipt-revocations" },
-        version: { type: "integer", const: 1 },
-        issued_at: {
-          type: "string",
-          description: "when the document last changed (informational)",
-        },
-        statements: {
-          type: "array",
-          items: {
-            type: "object",
-            required: ["key", "revoked_at", "sig"],
-            properties: {
-              key: { type: "string" },
-              revoked_at: { type: "string" },
-              reason: {},
-              sig: { type: "object", additionalProperties: true },
-            },
-            additionalProperties: true,
-          },
-        },
-      },
-      additionalProperties: true,
-    },
+    200: revocationDocumentSchema,
     304: { description: "the client's copy (named by `If-None-Match`) is current", type: "null" },
     404: {
       ...errorResponseSchema,

@@ -3,6 +3,7 @@ import type { FastifyInstance } from "fastify";
 import { type CachedVerdict, digestCacheKey } from "../../cache/digest-cache.js";
 import { rawBody, transferableBody } from "../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../schemas/errors.js";
+import { verdictBatchSchema, verdictPayloadSchema } from "../schemas/verdict.js";
 import {
   type CacheableVerdict,
   cachedVerdictResponse,
@@ -52,7 +53,7 @@ const verifySchema = {
     200: {
       description: "a verdict payload plus `service`, or for a batch `{results, count, service}`",
       type: "object",
-      additionalProperties: true,
+      anyOf: [verdictPayloadSchema, verdictBatchSchema],
     },
     400: errorResponseSchema,
     ...commonErrorResponses,
