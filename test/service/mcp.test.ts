@@ -535,7 +535,7 @@ describe("POST /mcp", () => {
       for (const [origin, host] of [
         ["http://evil.example", "evil.example"],
         ["http://127.0.0.1:8080", "127.0.0.1:8080"],
-      ]) {
+      ] as const) {
         const response = await post(request("ping"), { origin, host });
         assert.equal(response.statusCode, 403, origin);
         assert.deepEqual(response.json(), {
