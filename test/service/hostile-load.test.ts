@@ -225,6 +225,17 @@ describe("stalled clients are closed (short timeouts)", () => {
     assert.equal(client.responses()[0]?.status, 200);
   });
 
+  test("a client that sends a body and never reads the answer is closed", async () => {
+    const client = await RawClient.open(port);
+    client.socket.pause();
+    client.send(verifyHead(keyHeader, BUNDLE.length));
+    client.send(BUNDLE);
+    const connections = service.app.connections;
+    assert.ok(await until(() => connections.counts().admitted === 0));
+    client.socket.resume();
+    assert.ok(await client.closedWithin());
+  });
+
   test("a client that never reads its answers is closed by the idle timeout", async () => {
     const client = await RawClient.open(port);
     client.socket.pause();
