@@ -13,6 +13,7 @@ import { createAccessServices } from "./access-services.js";
 import { type Backends, openBackends, openQueues } from "./backends.js";
 import type { ServiceConfig } from "./config.js";
 import { CpuPool } from "./cpu-pool.js";
+import { ConnectionGuard, registerConnectionHooks } from "./http/connections.js";
 import { loadOrCreateInternalToken } from "./internal-token.js";
 import { registerAccessControl } from "./plugins/access.js";
 import { handleFrameworkError, registerErrorHandling } from "./plugins/errors.js";
@@ -58,6 +59,8 @@ declare module "fastify" {
     backends: Backends;
     /** Milliseconds since the epoch; injectable so tests can move time (cache expiry). */
     clock: () => number;
+    /** The connection cap and timeouts of the HTTP server (issue 16). */
+    connections: ConnectionGuard;
   }
 }
 
@@ -79,8 +82,11 @@ export async function buildApp(
   const identity = ServiceIdentity.open(config.dataDir);
   const internalToken = await loadOrCreateInternalToken(config.internalTokenFile);
   const validator = await loadOrCreateValidatorKey(config.dataDir);
+  const connections = new ConnectionGuard(config.http);
   const app = Fastify({
     ...loggingOptions(config),
+    serverFactory: connections.serverFactory,
+    clientErrorHandler: connections.clientError,
     bodyLimit: config.limits.maxBodyBytes,
     genReqId: generateRequestId,
     frameworkErrors: handleFrameworkError,
@@ -90,6 +96,7 @@ export async function buildApp(
   });
 
   app.decorate("serviceConfig", config);
+  app.decorate("connections", connections);
   app.decorate("serviceIdentity", identity);
   app.decorate("validatorAddress", validator.address);
   app.decorate("clock", clock);
@@ -139,6 +146,7 @@ export async function buildApp(
 
   registerRequestIdHeader(app);
   registerErrorHandling(app);
+  registerConnectionHooks(app);
   registerRawBodyParser(app);
   registerAccessControl(app, access);
   registerSchemaValidation(app);

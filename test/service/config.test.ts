@@ -3,7 +3,14 @@ import assert from "node:assert/strict";
 import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { describe, test } from "node:test";
-import { ConfigError, DEFAULT_LIMITS, loadConfig } from "../../src/service/config.js";
+import {
+  ConfigError,
+  DEFAULT_HTTP_TIMEOUTS,
+  DEFAULT_LIMITS,
+  defaultMaxConnections,
+  loadConfig,
+  openFileLimit,
+} from "../../src/service/config.js";
 
 describe("loadConfig", () => {
   test("defaults", () => {
@@ -19,6 +26,24 @@ describe("loadConfig", () => {
     assert.equal(config.cpuPool.threads, availableParallelism());
     assert.equal(config.cpuPool.maxQueue, availableParallelism() * 32);
     assert.match(config.cpuPool.verifyTaskModule, /\/workers\/verify\.ts$/);
+    assert.deepEqual(config.http, {
+      headersTimeoutMs: 20_000,
+      requestTimeoutMs: 60_000,
+      idleTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 72_000,
+      maxConnections: defaultMaxConnections(openFileLimit(), 16),
+      healthReserveConnections: 16,
+    });
+    assert.deepEqual(config.mcpAllowedOrigins, []);
+  });
+
+  test("the connection cap stays below the open-file limit", () => {
+    assert.equal(defaultMaxConnections(null, 16), 4096);
+    assert.equal(defaultMaxConnections(1_048_576, 16), 4096);
+    // The issue's machine: 4,096 files leave 1,024 to everything else and 16 to the reserve.
+    assert.equal(defaultMaxConnections(4096, 16), 3056);
+    assert.equal(defaultMaxConnections(1024, 16), 752);
+    assert.equal(defaultMaxConnections(8, 16), 1);
   });
 
   test("environment variables", () => {
@@ -52,6 +77,35 @@ describe("loadConfig", () => {
     );
   });
 
+  test("connection limits and MCP origins from the environment", () => {
+    const config = loadConfig({
+      HEADERS_TIMEOUT_MS: "5000",
+      REQUEST_TIMEOUT_MS: "30000",
+      IDLE_TIMEOUT_MS: "10000",
+      KEEP_ALIVE_TIMEOUT_MS: "65000",
+      MAX_CONNECTIONS: "20000",
+      HEALTH_RESERVE_CONNECTIONS: "0",
+      MCP_ALLOWED_ORIGINS: "https://app.example, http://localhost:5173/ ,HTTPS://Other.Example:443",
+    });
+    assert.deepEqual(config.http, {
+      headersTimeoutMs: 5000,
+      requestTimeoutMs: 30_000,
+      idleTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 65_000,
+      maxConnections: 20_000,
+      healthReserveConnections: 0,
+    });
+    assert.deepEqual(config.mcpAllowedOrigins, [
+      "https://app.example",
+      "http://localhost:5173",
+      "https://other.example",
+    ]);
+    assert.equal(
+      DEFAULT_HTTP_TIMEOUTS.headersTimeoutMs <= DEFAULT_HTTP_TIMEOUTS.requestTimeoutMs,
+      true,
+    );
+  });
+
   test("overrides win over the environment and merge into the nested sections", () => {
     const config = loadConfig(
       { PORT: "9000", MAX_BATCH: "10" },
@@ -70,6 +124,12 @@ describe("loadConfig", () => {
     ["MAX_BATCH", "0"],
     ["CPU_THREADS", "0"],
     ["LOG_LEVEL", "verbose"],
+    ["IDLE_TIMEOUT_MS", "0"],
+    ["REQUEST_TIMEOUT_MS", "1s"],
+    ["MAX_CONNECTIONS", "0"],
+    ["MCP_ALLOWED_ORIGINS", "app.example"],
+    ["MCP_ALLOWED_ORIGINS", "https://app.example/path"],
+    ["MCP_ALLOWED_ORIGINS", "ftp://app.example"],
   ] as const) {
     test(`${name}=${value} is refused`, () => {
       assert.throws(() => loadConfig({ [name]: value }), ConfigError);

@@ -21,6 +21,9 @@ import { verifyVerificationReceipt } from "../../src/verifier/verification-recei
 import { corpusBytes, corpusPath } from "../support/corpus.js";
 import { startTestService, type TestService } from "./support/service.js";
 
+/** The public origin the MCP tests' service is configured with. */
+const PUBLIC_BASE_URL = "https://receiptd.example";
+
 const MCP_HEADERS = {
   "content-type": "application/json",
   accept: "application/json, text/event-stream",
@@ -98,7 +101,10 @@ describe("POST /mcp", () => {
   };
 
   before(async () => {
-    service = await startTestService();
+    service = await startTestService({
+      payments: { settings: null, facilitatorUrl: null, publicBaseUrl: PUBLIC_BASE_URL },
+      mcpAllowedOrigins: ["http://localhost:5173"],
+    });
   });
   after(() => service.close());
 
@@ -511,7 +517,13 @@ describe("POST /mcp", () => {
       assert.equal(charset.statusCode, 200);
     });
 
-    for (const origin of ["http://evil.example", "null", "http://localhost:8081"]) {
+    for (const origin of [
+      "http://evil.example",
+      "null",
+      "http://localhost:8081",
+      "http://receiptd.example",
+      "https://receiptd.example:8443",
+    ]) {
       test(`Origin: ${origin} → 403`, async () => {
         const response = await post(request("ping"), { origin });
         assert.equal(response.statusCode, 403);
@@ -519,9 +531,29 @@ describe("POST /mcp", () => {
       });
     }
 
-    test("the service's own origin is served", async () => {
-      const response = await post(request("ping"), { origin: "http://localhost" });
-      assert.equal(response.statusCode, 200);
+    test("an Origin matching the Host the client sent is not enough (DNS rebinding)", async () => {
+      for (const [origin, host] of [
+        ["http://evil.example", "evil.example"],
+        ["http://127.0.0.1:8080", "127.0.0.1:8080"],
+      ] as const) {
+        const response = await post(request("ping"), { origin, host });
+        assert.equal(response.statusCode, 403, origin);
+        assert.deepEqual(response.json(), {
+          error: "origin_not_allowed",
+          detail: "browser requests are accepted only from the service's configured public origins",
+        });
+      }
+    });
+
+    test("PUBLIC_BASE_URL's origin and MCP_ALLOWED_ORIGINS are served, whatever the Host", async () => {
+      for (const origin of [
+        PUBLIC_BASE_URL,
+        "https://receiptd.example:443",
+        "http://localhost:5173",
+      ]) {
+        const response = await post(request("ping"), { origin, host: "10.0.0.7:8080" });
+        assert.equal(response.statusCode, 200, origin);
+      }
     });
 
     test("a body over 1 MiB → 413 body_too_large", async () => {

@@ -48,11 +48,13 @@ export function isJsonContentType(contentType: string | undefined): boolean {
 }
 
 /**
- * Whether a browser request from `origin` may use the endpoint: only from the service's own
- * origin (Streamable HTTP requires servers to validate `Origin`). Requests without `Origin`
- * do not come from a web page and are not affected.
+ * Whether a browser request from `origin` may use the endpoint (Streamable HTTP requires
+ * servers to validate `Origin`). `allowed` holds the service's configured public origins: the
+ * `Host` a client sends proves nothing, since a page that rebinds its own name to this server
+ * (DNS rebinding) sends its own name in both `Origin` and `Host`. Requests without `Origin` do
+ * not come from a web page and are not affected.
  */
-export function isAllowedOrigin(origin: string | undefined, host: string): boolean {
+export function isAllowedOrigin(origin: string | undefined, allowed: ReadonlySet<string>): boolean {
   if (origin === undefined) return true;
   let url: URL;
   try {
@@ -62,10 +64,11 @@ export function isAllowedOrigin(origin: string | undefined, host: string): boole
     return false;
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") return false;
-  try {
-    // Read the Host under the origin's scheme, so default ports compare equal (`:80`, none).
-    return url.host === new URL(`${url.protocol}//${host}`).host;
-  } catch {
-    return false;
-  }
+  // `URL.origin` drops a default port, so `https://a.example:443` and `https://a.example` agree.
+  return allowed.has(url.origin);
+}
+
+/** The origins `POST /mcp` accepts: `PUBLIC_BASE_URL`'s and those of `MCP_ALLOWED_ORIGINS`. */
+export function allowedOrigins(publicBaseUrl: string, extra: readonly string[]): Set<string> {
+  return new Set([new URL(publicBaseUrl).origin, ...extra]);
 }

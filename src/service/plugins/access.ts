@@ -21,6 +21,7 @@ import {
   verifyPassToken,
 } from "../../payments/pass-token.js";
 import type { ServiceLimits } from "../config.js";
+import { headerCount } from "../http/connections.js";
 import { jsonRefusal, type PendingPayment, type Refusal, type Sale, X402Gate } from "./x402.js";
 
 /**
@@ -102,6 +103,18 @@ function invalidKey(): Refusal {
   );
 }
 
+/**
+ * Node keeps only the first of several `Authorization` headers, so a second credential would
+ * otherwise pass unseen and the call be charged to the first one.
+ */
+function conflictingCredentials(): Refusal {
+  return jsonRefusal(400, {
+    error: "conflicting_credentials",
+    detail: "the Authorization header is repeated; send one credential",
+    docs: DOCS,
+  });
+}
+
 function saleOf(access: RouteAccess): Sale {
   return access === "leased" ? "pass" : "call";
 }
@@ -164,6 +177,9 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     // Unmatched URLs (404) and internal routes are not the public's calls to count.
     if (access === undefined || route === undefined || access === "internal") return;
     if (UNCOUNTED_ROUTES.has(route)) return;
+    if (headerCount(request.raw, "authorization") > 1) {
+      return send(reply, conflictingCredentials());
+    }
     const { limits } = services;
 
     let pass: string | null;

@@ -12,7 +12,12 @@ import { ifNoneMatchMatches, strongEtag } from "../http/stored-document.js";
 import type { McpAnswer, McpReplyPart, McpTask } from "../mcp/answer.js";
 import { answerGetRevocations } from "../mcp/get-revocations.js";
 import { MCP_PATH, serverCard } from "../mcp/server-card.js";
-import { acceptsJson, isAllowedOrigin, isJsonContentType } from "../mcp/transport.js";
+import {
+  acceptsJson,
+  allowedOrigins,
+  isAllowedOrigin,
+  isJsonContentType,
+} from "../mcp/transport.js";
 import { keyedAccess, markKeyedWorkDone } from "../plugins/access.js";
 import { transferableBody } from "../plugins/raw-body.js";
 import { revocationDocumentCheckOn } from "../revocation-documents.js";
@@ -130,11 +135,15 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
   return Array.isArray(value) ? value.join(", ") : value;
 }
 
-function transportRefusal(request: FastifyRequest, reply: FastifyReply): FastifyReply | null {
-  if (!isAllowedOrigin(headerValue(request, "origin"), request.host)) {
+function transportRefusal(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  origins: ReadonlySet<string>,
+): FastifyReply | null {
+  if (!isAllowedOrigin(headerValue(request, "origin"), origins)) {
     return reply.code(403).send({
       error: "origin_not_allowed",
-      detail: "browser requests are accepted only from this service's own origin",
+      detail: "browser requests are accepted only from the service's configured public origins",
     });
   }
   if (!acceptsJson(headerValue(request, "accept"))) {
@@ -168,6 +177,8 @@ function sendServerCard(
 
 export async function mcpRoutes(app: FastifyInstance) {
   const taskModule = taskModuleUrl("mcp");
+  const { payments, mcpAllowedOrigins } = app.serviceConfig;
+  const origins = allowedOrigins(payments.publicBaseUrl, mcpAllowedOrigins);
   const checkRevocationDocument = revocationDocumentCheckOn(app.cpuPool);
   const replyPart = (part: McpReplyPart): string | Promise<string> =>
     "json" in part
@@ -178,7 +189,7 @@ export async function mcpRoutes(app: FastifyInstance) {
     MCP_PATH,
     { schema: mcpPostSchema, config: { access: "mixed" } },
     async (request, reply) => {
-      const refusal = transportRefusal(request, reply);
+      const refusal = transportRefusal(request, reply, origins);
       if (refusal !== null) return refusal;
       // Decided before the body is read, which only the worker does; it is applied only if
       // the body holds a `tools/call`, so discovery stays keyless.
