@@ -282,6 +282,23 @@ function headerText(value: string | string[] | number | undefined): string {
   return String(value);
 }
 
+/** One request through `app.inject()`, not recorded (`Recorder.recordSent` records it). */
+export async function send(service: RecordedService, call: Call): Promise<Answer> {
+  const response = await service.app.inject({
+    method: call.method,
+    url: call.url,
+    headers: call.headers ?? {},
+    ...(call.body === undefined ? {} : { payload: call.body }),
+    ...(call.remoteAddress === undefined ? {} : { remoteAddress: call.remoteAddress }),
+  });
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value !== undefined) headers[name.toLowerCase()] = headerText(value);
+  }
+  const body = response.rawPayload;
+  return { status: response.statusCode, headers, body, text: body.toString("utf8") };
+}
+
 export class Recorder {
   readonly exchanges: JsonObject[] = [];
   /** `METHOD /template` of every route that answered a recorded request. */
@@ -304,20 +321,17 @@ export class Recorder {
   }
 
   async inject(service: RecordedService, call: Call): Promise<Answer> {
-    const response = await service.app.inject({
-      method: call.method,
-      url: call.url,
-      headers: call.headers ?? {},
-      ...(call.body === undefined ? {} : { payload: call.body }),
-      ...(call.remoteAddress === undefined ? {} : { remoteAddress: call.remoteAddress }),
-    });
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(response.headers)) {
-      if (value !== undefined) headers[name.toLowerCase()] = headerText(value);
-    }
-    const answer = { status: response.statusCode, headers, body: response.rawPayload };
-    await this.#record(service, "inject", call, { ...answer, text: answer.body.toString("utf8") });
-    return { ...answer, text: answer.body.toString("utf8") };
+    const answer = await send(service, call);
+    await this.#record(service, "inject", call, answer);
+    return answer;
+  }
+
+  /**
+   * Records answers that were sent concurrently (see `send`), in an order the caller chose
+   * and under names given once the answers are known.
+   */
+  async recordSent(service: RecordedService, sent: [Call, Answer][]): Promise<void> {
+    for (const [call, answer] of sent) await this.#record(service, "inject", call, answer);
   }
 
   /** The same over a real socket to `port`, with node:http (`agent: false`: one connection). */

@@ -11,8 +11,11 @@
  *   refusals decided locally, 503 payments_unavailable.
  * - `unreachable`: x402 with a facilitator nobody listens at: 502.
  * - `paid`: x402 through the local facilitator peer: paid calls, receipts, passes, replays.
+ * - `saturated`: one thread, one queue slot and a verify task that waits for a gate, so a
+ *   third concurrent request is shed with 503 without depending on timing.
  */
 import { createServer } from "node:net";
+import { BroadcastChannel } from "node:worker_threads";
 import { keccak_256 } from "@noble/hashes/sha3";
 import { privateKeyToAccount } from "viem/accounts";
 import { startFacilitatorPeer } from "../../../src/payments/facilitator-peer.js";
@@ -32,6 +35,8 @@ import {
 } from "../../payments/support.js";
 import { CORPUS_DIR, corpusBytes } from "../../support/corpus.js";
 import { pendingProof, upgradedProof } from "../../support/ots.js";
+import { GATE_CHANNEL, GATE_OPEN, TASK_WAITING } from "../fixtures/verify-gate.js";
+import { fixtureTaskModule } from "../support/service.js";
 import {
   CORPUS_REVOCATIONS,
   CORPUS_REVOKED_ISSUER,
@@ -55,6 +60,7 @@ import {
   type Call,
   type RecordedService,
   type Recorder,
+  send,
   startRecordedService,
 } from "./recorder.js";
 
@@ -98,6 +104,7 @@ export async function recordAll(recorder: Recorder): Promise<void> {
   await offeredService(recorder);
   await unreachableService(recorder);
   await paidService(recorder);
+  await saturatedService(recorder);
 }
 
 async function withService(
@@ -1662,5 +1669,64 @@ async function paidService(r: Recorder): Promise<void> {
     );
   } finally {
     await peer.close();
+  }
+}
+
+// ---- saturated: the CPU pool's queue is full -------------------------------------------------
+
+async function saturatedService(r: Recorder): Promise<void> {
+  const gate = new BroadcastChannel(GATE_CHANNEL);
+  let gateOpen = false;
+  // A task that starts after the gate opened asks while it is open: let it through too.
+  gate.onmessage = (event) => {
+    if (gateOpen && (event as MessageEvent).data === TASK_WAITING) gate.postMessage(GATE_OPEN);
+  };
+  const pool = {
+    threads: 1,
+    maxQueue: 1,
+    verifyTaskModule: fixtureTaskModule("gated-verify-worker"),
+  };
+  try {
+    await withService(
+      "saturated",
+      { cpuPool: pool },
+      () => T0,
+      async (s) => {
+        // A key per request, recorded under one name: every answer is the same whichever
+        // request happens to be the one refused.
+        const calls: Call[] = [];
+        for (const n of [1, 2, 3]) {
+          const key = (await s.app.accessServices.keys.create({ name: `recorded-load-${n}` })).key;
+          r.substitute(key, "<key load>");
+          calls.push({
+            name: "",
+            method: "POST",
+            url: "/verify",
+            headers: { ...JSON_TYPE, "x-svc-key": key },
+            ...corpusCall(GOOD),
+          });
+        }
+        const pending = calls.map((call) => send(s, call));
+        // One request holds the thread and one the queue slot; neither finishes while the gate
+        // is shut, so the first answer is the refused one.
+        await Promise.race(pending);
+        gateOpen = true;
+        gate.postMessage(GATE_OPEN);
+        const answers = await Promise.all(pending);
+        const sent = calls.map((call, index) => [call, answers[index] as Answer] as [Call, Answer]);
+        sent.sort(([, a], [, b]) => b.status - a.status);
+        const names = [
+          "saturated: POST /verify finding the queue full → 503 overloaded",
+          "saturated: POST /verify admitted (thread)",
+          "saturated: POST /verify admitted (queue slot)",
+        ];
+        await r.recordSent(
+          s,
+          sent.map(([call, answer], index) => [{ ...call, name: names[index] as string }, answer]),
+        );
+      },
+    );
+  } finally {
+    gate.close();
   }
 }
