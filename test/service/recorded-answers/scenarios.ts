@@ -180,6 +180,7 @@ async function metadata({ call }: Main): Promise<void> {
   await call({ name: "GET /info (corpus deployed, payments off)", method: "GET", url: "/info" });
   await call({ name: "HEAD /info", method: "HEAD", url: "/info" });
   await call({ name: "GET /openapi.json", method: "GET", url: "/openapi.json" });
+  await call({ name: "HEAD /openapi.json", method: "HEAD", url: "/openapi.json" });
 
   const cardUrl = "/.well-known/mcp/server-card.json";
   const card = await call({ name: "GET server card", method: "GET", url: cardUrl });
@@ -211,6 +212,7 @@ async function metadata({ call }: Main): Promise<void> {
   });
   await call({ name: "GET /mcp/server-card (SEP-2127)", method: "GET", url: "/mcp/server-card" });
   await call({ name: "OPTIONS /mcp/server-card", method: "OPTIONS", url: "/mcp/server-card" });
+  await call({ name: "HEAD /mcp/server-card", method: "HEAD", url: "/mcp/server-card" });
 
   await call({ name: "GET an unknown path → 404", method: "GET", url: "/no-such-route" });
   await call({ name: "GET /verify (POST only) → 404", method: "GET", url: "/verify" });
@@ -954,6 +956,11 @@ async function crystals({ call, key, other }: Main): Promise<void> {
     `/crystals/lineage?tenant=sha256:${"0".repeat(64)}`,
   );
   await get("lineage without a tenant → 400 missing_tenant", "/crystals/lineage");
+  await call({
+    name: "HEAD /crystals/lineage",
+    method: "HEAD",
+    url: `/crystals/lineage?tenant=${TENANT}`,
+  });
 }
 
 async function conformance({ call, key }: Main): Promise<void> {
@@ -1512,7 +1519,7 @@ function settledTx(answer: Answer): string {
 
 /** Settlement receipts are stored by the settlements queue after the answer: wait for one. */
 async function settlementStored(s: RecordedService, tx: string): Promise<void> {
-  for (let attempt = 0; attempt < 500; attempt += 1) {
+  for (let attempt = 0; attempt < 1500; attempt += 1) {
     if ((await s.app.documentStore.get("settlements", tx.toLowerCase())) !== null) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
