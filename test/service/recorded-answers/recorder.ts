@@ -275,7 +275,7 @@ function storedAnchor(
 const UNRECORDED_HEADERS = new Set(["date"]);
 
 /** Request bodies up to this size are recorded as text; longer ones as size and digest. */
-const MAX_VERBATIM_BODY = 400;
+const MAX_VERBATIM_BODY = 2048;
 
 function headerText(value: string | string[] | number | undefined): string {
   if (Array.isArray(value)) return value.join(", ");
@@ -464,8 +464,8 @@ export class Recorder {
     const verbatim = Buffer.from(text, "utf8").equals(bytes) && bytes.length <= MAX_VERBATIM_BODY;
     if (verbatim && call.bodyLabel === undefined) return this.#substituted(text);
     const digest = createHash("sha256").update(bytes).digest("hex");
-    const label = call.bodyLabel ?? "bytes";
-    return `<${label}: ${bytes.length} bytes, sha256 ${digest}>`;
+    const label = call.bodyLabel === undefined ? "" : `${call.bodyLabel}: `;
+    return `<${label}${bytes.length} bytes, sha256 ${digest}>`;
   }
 
   #response(answer: Answer, context: Context): JsonObject {

@@ -708,7 +708,7 @@ function validation(file: string, fields: Record<string, unknown> = {}): Partial
   }).slice(1, -1);
   return {
     body: `{${head},"bundle":${corpusText(file)}}`,
-    bodyLabel: `{request_id, task_hash${Object.keys(fields).length > 0 ? `, ${Object.keys(fields).join(", ")}` : ""}, bundle: corpus ${file}}`,
+    bodyLabel: `{${head},"bundle":<corpus ${file}>}`,
   };
 }
 
@@ -741,7 +741,7 @@ async function erc8004({ call, key }: Main): Promise<void> {
   const withFloat = `{"float_note": 1.5, ${good.slice(good.indexOf("{") + 1)}`;
   await post("a bundle holding a float → 422 bundle_not_canonicalizable", {
     body: `{"request_id":"${REQUEST_ID}","task_hash":"sha256:${sha256Hex(taskId(GOOD))}","bundle":${withFloat}}`,
-    bodyLabel: `{request_id, task_hash, bundle: corpus ${GOOD} with a float member}`,
+    bodyLabel: `{"request_id":…,"task_hash":…,"bundle":<corpus ${GOOD} with a float member>}`,
   });
   const variant = (name: string, fields: Record<string, unknown>) => {
     const all: Record<string, unknown> = {
@@ -753,7 +753,7 @@ async function erc8004({ call, key }: Main): Promise<void> {
     for (const [field, value] of Object.entries(fields)) if (value === undefined) delete all[field];
     return post(name, {
       body: JSON.stringify(all).replace('"BUNDLE"', good),
-      bodyLabel: `variant ${JSON.stringify(fields)}, bundle: corpus ${GOOD}`,
+      bodyLabel: JSON.stringify(all).replace('"BUNDLE"', `<corpus ${GOOD}>`),
     });
   };
   await post("truncated JSON → 400 invalid_json", { body: "{" });
