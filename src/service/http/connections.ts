@@ -366,8 +366,9 @@ export function registerConnectionHooks(app: FastifyInstance): void {
 
   // An answer given before the body was read (a refusal at the door, a 413 on the declared
   // length) closes the connection rather than reading the rest of the body to keep it alive.
+  // Only a socket's request says whether it was read to its end; `inject()`'s says nothing.
   app.addHook("onSend", async (request, reply, payload) => {
-    if (!request.raw.complete) reply.header("connection", "close");
+    if (request.raw.complete === false) reply.header("connection", "close");
     return payload;
   });
 }
