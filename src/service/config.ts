@@ -112,7 +112,7 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   maxCrystalBodyBytes: 4 * MIB,
   maxCrystalCiphertextBytes: 2 * MIB,
   maxBatch: 50,
-  // Room for the reference's answer to any single bundle of 10,000 `{}` receipts (3.8 MB).
+  // Room for the reference's answer to any single bundle of 10,000 `{}` receipts (3.7 MB).
   maxResultBytes: 4 * MIB,
   digestCacheTtlSeconds: 900,
   digestCacheMaxEntries: 256,
