@@ -21,6 +21,7 @@ const requestContext = {
     return validator;
   },
   now: Date.now,
+  maxResultBytes: context.maxResultBytes,
 };
 
 export default releasingHeap(function erc8004(task: Erc8004Task): Promise<Erc8004Answer> {

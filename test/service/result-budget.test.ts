@@ -5,6 +5,7 @@
  * answered in full; the limit is published in `/info` and `/openapi.json`.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { amplificationBatch, amplificationMcpBatch } from "../../bench/fixtures.js";
@@ -197,29 +198,62 @@ describe("a configured limit: exactly at it is answered, one entry more is refus
     assertRefusal(answer.error.data, limit);
   });
 
-  test("MCP: a single call over the limit is refused under its own id", async () => {
-    const tight = await startTestService({ limits: { maxResultBytes: entryBytes(TAMPERED) - 1 } });
-    try {
-      const response = await tight.app.inject({
-        method: "POST",
-        url: "/mcp",
-        headers: { "content-type": "application/json", accept: "application/json" },
-        payload: toolCall(TAMPERED, 7),
-      });
-      assert.equal(response.statusCode, 400);
-      const answer = response.json<RpcRefusal>();
-      assert.equal(answer.id, 7);
-      assert.equal(answer.error.code, -32600);
-      assertRefusal(answer.error.data, entryBytes(TAMPERED) - 1);
-    } finally {
-      await tight.close();
-    }
-  });
-
   test("/info publishes the configured limit", async () => {
     const info = (await (await fetch(`${origin}/info`)).json()) as {
       limits: Record<string, unknown>;
     };
     assert.equal(info.limits.max_result_bytes, limit);
+  });
+});
+
+describe("one bundle over the limit", () => {
+  const limit = entryBytes(TAMPERED) - 1;
+  let service: TestService;
+  before(async () => {
+    service = await startTestService({ limits: { maxResultBytes: limit } });
+  });
+  after(() => service.close());
+
+  test("/verify refuses it", async () => {
+    const response = await service.app.inject({
+      method: "POST",
+      url: "/verify",
+      payload: TAMPERED,
+    });
+    assert.equal(response.statusCode, 400);
+    assertRefusal(response.json<Refusal>(), limit);
+  });
+
+  test("MCP refuses a single verify_bundle call under the call's own id", async () => {
+    const response = await service.app.inject({
+      method: "POST",
+      url: "/mcp",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      payload: toolCall(TAMPERED, 7),
+    });
+    assert.equal(response.statusCode, 400);
+    const answer = response.json<RpcRefusal>();
+    assert.equal(answer.id, 7);
+    assert.equal(answer.error.code, -32600);
+    assertRefusal(answer.error.data, limit);
+  });
+
+  test("/erc8004/validate, whose evaluation carries the verdict, refuses it too", async () => {
+    const taskId = (parseJson(TAMPERED) as Map<string, unknown>).get("task_id") as string;
+    const taskHash = `sha256:${createHash("sha256").update(taskId).digest("hex")}`;
+    const response = await service.app.inject({
+      method: "POST",
+      url: "/erc8004/validate",
+      headers: { "content-type": "application/json" },
+      payload: `{"request_id":"0x${"5a".repeat(32)}","task_hash":"${taskHash}","bundle":${TAMPERED}}`,
+    });
+    assert.equal(response.statusCode, 400);
+    assertRefusal(response.json<Refusal>(), limit);
+  });
+
+  test("a bundle without errors still passes", async () => {
+    const response = await service.app.inject({ method: "POST", url: "/verify", payload: GOOD });
+    assert.equal(response.statusCode, 200);
+    assert.equal(response.json<{ verdict: string }>().verdict, "TRUSTED");
   });
 });

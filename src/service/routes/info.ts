@@ -105,7 +105,7 @@ const infoSchema = {
               type: "integer",
               description:
                 "bytes of errors and reasons the verdicts of one request (POST /verify, one " +
-                "POST /mcp body) may hold; above it 400 result_too_large",
+                "POST /mcp body, POST /erc8004/validate) may hold; above it 400 result_too_large",
             },
             digest_cache: looseObject,
           },
