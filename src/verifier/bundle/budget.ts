@@ -58,8 +58,11 @@ export class ResultBudgetExceeded extends Error {
 
 export class ResultBudget {
   #spent = 0;
-  /** Size of each container quoted so far, so a value quoted again costs nothing more. */
-  readonly #containerBytes = new WeakMap<object, number>();
+  /**
+   * Size of each container quoted so far, so a value quoted again costs nothing more
+   * (made on first use: most requests never quote a container).
+   */
+  #containerBytes: WeakMap<object, number> | undefined;
 
   constructor(readonly limit: number) {
     if (!Number.isSafeInteger(limit) || limit < 0) {
@@ -94,6 +97,7 @@ export class ResultBudget {
   #textBytes(value: JsonValue): number {
     if (typeof value === "string") return stringTextBytes(value);
     if (!isArray(value) && !isObject(value)) return dumpCompact(value).length;
+    this.#containerBytes ??= new WeakMap();
     const known = this.#containerBytes.get(value);
     if (known !== undefined) return known;
     let bytes = 2;
