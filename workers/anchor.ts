@@ -9,8 +9,9 @@ import {
   answerVerifyAnchorRequest,
   prepareAnchorPost,
 } from "../src/service/anchor-request.js";
+import { releasingHeap } from "../src/service/worker-heap.js";
 
-export default function anchor(task: AnchorTask): AnchorReply | AnchorStoreRequest {
+export default releasingHeap(function anchor(task: AnchorTask): AnchorReply | AnchorStoreRequest {
   const bytes = new Uint8Array(task.body);
   return task.kind === "verify" ? answerVerifyAnchorRequest(bytes) : prepareAnchorPost(bytes);
-}
+});

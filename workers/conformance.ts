@@ -8,6 +8,7 @@ import {
   type ConformanceAnswer,
   type ConformanceTask,
 } from "../src/service/conformance-request.js";
+import { releasingHeap } from "../src/service/worker-heap.js";
 import { context, identity } from "./context.js";
 
 const requestContext = {
@@ -15,6 +16,8 @@ const requestContext = {
   signer: () => identity.signer(),
 };
 
-export default function conformance(task: ConformanceTask): Promise<ConformanceAnswer> {
+export default releasingHeap(function conformance(
+  task: ConformanceTask,
+): Promise<ConformanceAnswer> {
   return answerConformanceRequest(new Uint8Array(task.body), requestContext);
-}
+});

@@ -9,8 +9,9 @@ import {
   type CrystalTask,
   prepareCrystalPost,
 } from "../src/service/crystals-request.js";
+import { releasingHeap } from "../src/service/worker-heap.js";
 
-export default function crystals(task: CrystalTask): unknown {
+export default releasingHeap(function crystals(task: CrystalTask): unknown {
   if (task.kind === "lineage") return answerLineage(task);
   const answer = prepareCrystalPost(new Uint8Array(task.body), task);
   if (answer.kind === "reply") return answer;
@@ -19,4 +20,4 @@ export default function crystals(task: CrystalTask): unknown {
     [transferableSymbol]: [answer.envelope.buffer, answer.summary.buffer],
     [valueSymbol]: answer,
   });
-}
+});

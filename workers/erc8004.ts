@@ -10,6 +10,7 @@ import {
   type Erc8004Answer,
   type Erc8004Task,
 } from "../src/service/erc8004-request.js";
+import { releasingHeap } from "../src/service/worker-heap.js";
 import { context } from "./context.js";
 
 let validator: PrivateKeyAccount | undefined;
@@ -20,8 +21,9 @@ const requestContext = {
     return validator;
   },
   now: Date.now,
+  maxResultBytes: context.maxResultBytes,
 };
 
-export default function erc8004(task: Erc8004Task): Promise<Erc8004Answer> {
+export default releasingHeap(function erc8004(task: Erc8004Task): Promise<Erc8004Answer> {
   return answerValidateRequest(new Uint8Array(task.body), requestContext);
-}
+});

@@ -8,9 +8,10 @@ import {
   type PaymentReceiptTask,
   preparePaymentReceipt,
 } from "../src/service/payment-receipt-request.js";
+import { releasingHeap } from "../src/service/worker-heap.js";
 
-export default function paymentReceipt(
+export default releasingHeap(function paymentReceipt(
   task: PaymentReceiptTask,
 ): PaymentReceiptRefusal | SettlementJobRequest {
   return preparePaymentReceipt(new Uint8Array(task.body));
-}
+});

@@ -6,7 +6,10 @@ import {
   type RevocationDocumentTask,
   revocationDocumentProblems,
 } from "../src/service/revocation-documents.js";
+import { releasingHeap } from "../src/service/worker-heap.js";
 
-export default function validateRevocationDocument(task: RevocationDocumentTask): boolean {
+export default releasingHeap(function validateRevocationDocument(
+  task: RevocationDocumentTask,
+): boolean {
   return revocationDocumentProblems(new Uint8Array(task.bytes), task.issuer).length === 0;
-}
+});

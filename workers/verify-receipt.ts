@@ -7,7 +7,8 @@ import {
   type VerifyReceiptAnswer,
   type VerifyReceiptTask,
 } from "../src/service/verify-receipt-request.js";
+import { releasingHeap } from "../src/service/worker-heap.js";
 
-export default function verifyReceipt(task: VerifyReceiptTask): VerifyReceiptAnswer {
+export default releasingHeap(function verifyReceipt(task: VerifyReceiptTask): VerifyReceiptAnswer {
   return answerVerifyReceiptRequest(new Uint8Array(task.body));
-}
+});

@@ -7,10 +7,15 @@ import {
   type VerifyAnswer,
   type VerifyTask,
 } from "../src/service/verify-request.js";
+import { releasingHeap } from "../src/service/worker-heap.js";
 import { context, identity } from "./context.js";
 
-const requestContext = { maxBatch: context.maxBatch, signer: () => identity.signer() };
+const requestContext = {
+  maxBatch: context.maxBatch,
+  maxResultBytes: context.maxResultBytes,
+  signer: () => identity.signer(),
+};
 
-export default function verify(task: VerifyTask): VerifyAnswer {
+export default releasingHeap(function verify(task: VerifyTask): VerifyAnswer {
   return answerVerifyRequest(new Uint8Array(task.body), task, requestContext);
-}
+});

@@ -112,6 +112,7 @@ export async function buildApp(
     dataDir: config.dataDir,
     corpusDir: config.corpusDir,
     maxBatch: config.limits.maxBatch,
+    maxResultBytes: config.limits.maxResultBytes,
   };
   const pool = new CpuPool({
     threads: config.cpuPool.threads,

@@ -25,6 +25,11 @@ export interface ServiceLimits {
   maxCrystalCiphertextBytes: number;
   /** Bundles in one `POST /verify` batch. */
   maxBatch: number;
+  /**
+   * Bytes of errors and reasons the verdicts of one request may hold (`POST /verify`, one
+   * `POST /mcp` body): above it the request is refused with `400 result_too_large`.
+   */
+  maxResultBytes: number;
   digestCacheTtlSeconds: number;
   digestCacheMaxEntries: number;
   anonymousDailyCap: number;
@@ -140,6 +145,8 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   maxCrystalBodyBytes: 4 * MIB,
   maxCrystalCiphertextBytes: 2 * MIB,
   maxBatch: 50,
+  // Room for the reference's answer to any single bundle of 10,000 `{}` receipts (3.7 MB).
+  maxResultBytes: 4 * MIB,
   digestCacheTtlSeconds: 900,
   digestCacheMaxEntries: 256,
   anonymousDailyCap: 2000,
@@ -226,6 +233,13 @@ function limitsFrom(env: Env): ServiceLimits {
     ...DEFAULT_LIMITS,
     maxBodyBytes: integerFrom(env, "MAX_BODY_BYTES", DEFAULT_LIMITS.maxBodyBytes, 1, 64 * MIB),
     maxBatch: integerFrom(env, "MAX_BATCH", DEFAULT_LIMITS.maxBatch, 1, 10_000),
+    maxResultBytes: integerFrom(
+      env,
+      "MAX_RESULT_BYTES",
+      DEFAULT_LIMITS.maxResultBytes,
+      1024,
+      1024 * MIB,
+    ),
     anonymousDailyCap: cap("ANON_DAILY_CAP", DEFAULT_LIMITS.anonymousDailyCap),
     keyDailyCap: cap("KEY_DAILY_CAP", DEFAULT_LIMITS.keyDailyCap),
     x402PayerDailyCap: cap("X402_DAILY_CAP", DEFAULT_LIMITS.x402PayerDailyCap),
@@ -335,7 +349,7 @@ function paymentsFrom(env: Env, limits: ServiceLimits, origin: string): Payments
 
 /**
  * Builds the configuration from `env` (service.md §13 plus `MAX_BODY_BYTES`, `MAX_BATCH`,
- * `CPU_THREADS`, `CPU_MAX_QUEUE`, the connection limits of `HttpServerConfig` and
+ * `MAX_RESULT_BYTES`, `CPU_THREADS`, `CPU_MAX_QUEUE`, the connection limits of `HttpServerConfig` and
  * `MCP_ALLOWED_ORIGINS`), then applies `overrides`. Throws `ConfigError` for a value
  * that is present but unusable, rather than silently falling back to a default.
  */

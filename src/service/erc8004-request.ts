@@ -14,7 +14,9 @@
  * - a task_hash that binds to nothing is `422 task_hash_unbound` with the whole evaluation,
  *   but `attestation` is null: the service does not sign for a request its bundle does not
  *   answer;
- * - `binding` names the rule that bound the task_hash (or null), after `checks`.
+ * - `binding` names the rule that bound the task_hash (or null), after `checks`;
+ * - the evaluation carries the whole verdict, so it has `POST /verify`'s result budget:
+ *   `400 result_too_large` when its errors and reasons would pass `maxResultBytes`.
  */
 import type { Address, Hex } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
@@ -28,6 +30,7 @@ import {
   MAX_CHAIN_ID,
   readAddress,
 } from "../erc8004/registry.js";
+import { ResultBudget, ResultBudgetExceeded } from "../verifier/bundle/budget.js";
 import type { VerifyResult } from "../verifier/bundle/result.js";
 import { verifyBundle } from "../verifier/bundle/verify-bundle.js";
 import { CodedError } from "../verifier/coded-error.js";
@@ -37,7 +40,7 @@ import { dumpCompact } from "../verifier/json/dump.js";
 import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
 import { isObject, type JsonObject, type JsonValue, PyFloat } from "../verifier/json/value.js";
 import { bodyValidator } from "./schemas/body-validator.js";
-import { SERVICE_NAME } from "./verify-request.js";
+import { resultTooLarge, SERVICE_NAME } from "./verify-request.js";
 
 export interface Erc8004Task {
   /** The raw request body, moved (not copied) to the worker. */
@@ -55,6 +58,8 @@ export interface Erc8004RequestContext {
   validator(): PrivateKeyAccount;
   /** Milliseconds since the epoch: the attestation's timestamp. */
   now(): number;
+  /** Bytes of errors and reasons the verdict may hold. */
+  maxResultBytes: number;
 }
 
 const memberSchemas = {
@@ -217,7 +222,13 @@ export async function answerValidateRequest(
     });
   }
 
-  const result = verifyBundle(request.bundle);
+  let result: VerifyResult;
+  try {
+    result = verifyBundle(request.bundle, { budget: new ResultBudget(context.maxResultBytes) });
+  } catch (error) {
+    if (!(error instanceof ResultBudgetExceeded)) throw error;
+    return answer(400, resultTooLarge(error.limit));
+  }
   const binding = bindTaskHash(request.bundle, request.taskHash);
   const { outcome, label } = outcomeFor(result.verdict);
   const evaluation: Evaluation = {

@@ -8,9 +8,13 @@
  * - a body nested deeper than the parser's limit (1,000 containers) is `400 invalid_json`:
  *   it cannot be read as a value, so its form cannot be told;
  * - with `?receipt=1`, a batch item that is not an object gets `verification_receipt_error`
- *   instead of a receipt (there is no bundle to bind a receipt to).
+ *   instead of a receipt (there is no bundle to bind a receipt to);
+ * - the errors and reasons of all the verdicts of one request share one budget
+ *   (`maxResultBytes`); verification stops as soon as it is spent and the request gets
+ *   `400 result_too_large` with the limit (docs/service-decisions.md, "Result budget").
  */
 import type { CachedVerdict } from "../cache/digest-cache.js";
+import { ResultBudget, ResultBudgetExceeded } from "../verifier/bundle/budget.js";
 import type { VerifyResult } from "../verifier/bundle/result.js";
 import { verifyBundle } from "../verifier/bundle/verify-bundle.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
@@ -30,6 +34,8 @@ export const BAD_SHAPE_DETAIL =
 
 export interface VerifyRequestContext {
   maxBatch: number;
+  /** Bytes of errors and reasons the verdicts of one request may hold. */
+  maxResultBytes: number;
   /** The current service key (it changes when the key is rotated). */
   signer(): Ed25519Signer;
 }
@@ -81,13 +87,23 @@ type VerdictPayload = VerifyResult & {
   verification_receipt_error?: string;
 };
 
+/** The refusal of a request whose verdicts would pass the result budget. */
+export function resultTooLarge(limit: number) {
+  return {
+    error: "result_too_large",
+    detail: `the verdicts would hold more than ${limit} bytes of errors and reasons; send fewer or smaller bundles per request`,
+    limit,
+  } as const;
+}
+
 function verdictPayload(
   bundle: JsonValue,
   flags: VerifyFlags,
   signer: Ed25519Signer,
   verifiedAt: string,
+  budget: ResultBudget,
 ): VerdictPayload {
-  const result = verifyBundle(bundle, { requireAnchor: flags.requireAnchor });
+  const result = verifyBundle(bundle, { requireAnchor: flags.requireAnchor, budget });
   if (!flags.receipt) return result;
   if (!isObject(bundle)) {
     return { ...result, verification_receipt_error: "bundle is not an object" };
@@ -110,12 +126,14 @@ function cacheableVerdict(
   flags: VerifyFlags,
   signer: Ed25519Signer,
   verifiedAt: string,
+  budget: ResultBudget,
 ): CacheableVerdict {
   const { verification_receipt, verification_receipt_error, ...result } = verdictPayload(
     bundle,
     { ...flags, receipt: true },
     signer,
     verifiedAt,
+    budget,
   );
   return {
     verdictJson: dumpCompact(result),
@@ -162,14 +180,19 @@ export function cachedVerdictResponse(
 /**
  * The answer to one bundle (body forms 1 and 2): the verdict payload plus `service`. MCP's
  * `verify_bundle` tool answers with exactly this, so its verdicts equal `POST /verify`'s.
+ * Throws `ResultBudgetExceeded` when `budget` runs out.
  */
 export function singleBundlePayload(
   bundle: JsonObject,
   flags: VerifyFlags,
   signer: Ed25519Signer,
+  budget: ResultBudget,
   verifiedAt: string = formatUtcSeconds(),
 ): VerdictPayload & { service: string } {
-  return { ...verdictPayload(bundle, flags, signer, verifiedAt), service: SERVICE_NAME };
+  return {
+    ...verdictPayload(bundle, flags, signer, verifiedAt, budget),
+    service: SERVICE_NAME,
+  };
 }
 
 function answer(statusCode: VerifyAnswer["statusCode"], payload: unknown): VerifyAnswer {
@@ -192,23 +215,38 @@ export function answerVerifyRequest(
   if (request.form === "bad_shape") {
     return answer(400, { error: "bad_shape", detail: BAD_SHAPE_DETAIL });
   }
+  if (request.form === "batch" && request.bundles.length > context.maxBatch) {
+    return answer(400, { error: "batch_too_large", limit: context.maxBatch });
+  }
+  const budget = new ResultBudget(context.maxResultBytes);
+  try {
+    return verifyDetected(request, flags, context, budget);
+  } catch (error) {
+    if (!(error instanceof ResultBudgetExceeded)) throw error;
+    return answer(400, resultTooLarge(error.limit));
+  }
+}
+
+function verifyDetected(
+  request: Exclude<VerifyBody, { form: "bad_shape" }>,
+  flags: VerifyFlags & { cache?: boolean },
+  context: VerifyRequestContext,
+  budget: ResultBudget,
+): VerifyAnswer {
   // One timestamp per request: every receipt of a batch records the same verification run.
   const verifiedAt = formatUtcSeconds();
   const signer = context.signer();
   if (request.form === "single" && flags.cache === true) {
     return {
       statusCode: 200,
-      cacheable: cacheableVerdict(request.bundle, flags, signer, verifiedAt),
+      cacheable: cacheableVerdict(request.bundle, flags, signer, verifiedAt, budget),
     };
   }
   if (request.form === "single") {
-    return answer(200, singleBundlePayload(request.bundle, flags, signer, verifiedAt));
-  }
-  if (request.bundles.length > context.maxBatch) {
-    return answer(400, { error: "batch_too_large", limit: context.maxBatch });
+    return answer(200, singleBundlePayload(request.bundle, flags, signer, budget, verifiedAt));
   }
   const results = request.bundles.map((bundle) =>
-    verdictPayload(bundle, flags, signer, verifiedAt),
+    verdictPayload(bundle, flags, signer, verifiedAt, budget),
   );
   return answer(200, { results, count: results.length, service: SERVICE_NAME });
 }

@@ -8,4 +8,6 @@ export interface WorkerContext {
   /** The conformance corpus, or null when none is deployed. */
   corpusDir: string | null;
   maxBatch: number;
+  /** The result budget of one request (`ServiceLimits.maxResultBytes`). */
+  maxResultBytes: number;
 }

@@ -23,6 +23,7 @@ describe("loadConfig", () => {
     assert.deepEqual(config.limits, DEFAULT_LIMITS);
     assert.equal(config.limits.maxBodyBytes, 1_048_576);
     assert.equal(config.limits.maxBatch, 50);
+    assert.equal(config.limits.maxResultBytes, 4 * 1_048_576);
     assert.equal(config.cpuPool.threads, availableParallelism());
     assert.equal(config.cpuPool.maxQueue, availableParallelism() * 32);
     assert.match(config.cpuPool.verifyTaskModule, /\/workers\/verify\.ts$/);
@@ -55,6 +56,7 @@ describe("loadConfig", () => {
       CORPUS_DIR: "corpus-copy",
       MAX_BODY_BYTES: "2048",
       MAX_BATCH: "10",
+      MAX_RESULT_BYTES: "65536",
       ANON_DAILY_CAP: "5",
       KEY_DAILY_CAP: "6",
       X402_DAILY_CAP: "7",
@@ -68,6 +70,7 @@ describe("loadConfig", () => {
     assert.equal(config.corpusDir, resolve("corpus-copy"));
     assert.equal(config.limits.maxBodyBytes, 2048);
     assert.equal(config.limits.maxBatch, 10);
+    assert.equal(config.limits.maxResultBytes, 65_536);
     assert.equal(config.limits.anonymousDailyCap, 5);
     assert.equal(config.limits.keyDailyCap, 6);
     assert.equal(config.limits.x402PayerDailyCap, 7);
@@ -122,6 +125,8 @@ describe("loadConfig", () => {
     ["PORT", "70000"],
     ["PORT", "-1"],
     ["MAX_BATCH", "0"],
+    ["MAX_RESULT_BYTES", "1023"],
+    ["MAX_RESULT_BYTES", "4MiB"],
     ["CPU_THREADS", "0"],
     ["LOG_LEVEL", "verbose"],
     ["IDLE_TIMEOUT_MS", "0"],

@@ -16,7 +16,12 @@ describe("CpuPool", () => {
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), "receiptd-pool-"));
     await loadOrCreateServiceKey(dataDir);
-    const context: WorkerContext = { dataDir, corpusDir: null, maxBatch: 50 };
+    const context: WorkerContext = {
+      dataDir,
+      corpusDir: null,
+      maxBatch: 50,
+      maxResultBytes: 4 * 1024 * 1024,
+    };
     pool = new CpuPool({ threads: 1, maxQueue: 4, workerData: context });
   });
   after(async () => {

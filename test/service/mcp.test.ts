@@ -722,7 +722,7 @@ describe("POST /mcp", () => {
 });
 
 describe("tools/call needs keyed access; discovery does not", () => {
-  const context = { maxBatch: 50, signer: generateSigner };
+  const context = { maxBatch: 50, maxResultBytes: 4 * 1024 * 1024, signer: generateSigner };
   const answer = (body: string, keyedAccess: boolean): McpAnswer =>
     answerMcpRequest(Buffer.from(body), { protocolVersion: null, keyedAccess }, context);
 

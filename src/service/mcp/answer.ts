@@ -8,15 +8,18 @@
  * HTTP status of the reply: 200 when it holds any response (including JSON-RPC errors about a
  * valid request, such as -32601 and -32602); 202 with no body when the body held only
  * notifications or responses; 400 when the body as a whole cannot be taken (-32700, a single
- * invalid message -32600, a refused batch, an unsupported `MCP-Protocol-Version`).
+ * invalid message -32600, a refused batch, an unsupported `MCP-Protocol-Version`, and a
+ * request whose verdicts would pass the result budget: -32600 with `data.error`
+ * `result_too_large` and `data.limit`, as `POST /verify` refuses it).
  */
 
+import { ResultBudget, ResultBudgetExceeded } from "../../verifier/bundle/budget.js";
 import type { Ed25519Signer } from "../../verifier/crypto/ed25519.js";
 import { dumpCompact } from "../../verifier/json/dump.js";
 import { parseJson, StrictJsonError } from "../../verifier/json/parse.js";
 import { isArray, isObject, type JsonObject, type JsonValue } from "../../verifier/json/value.js";
 import { answerVerifyAnchor } from "../anchor-request.js";
-import { SERVICE_NAME, singleBundlePayload } from "../verify-request.js";
+import { resultTooLarge, SERVICE_NAME, singleBundlePayload } from "../verify-request.js";
 import {
   classifyMessage,
   errorResponse,
@@ -76,6 +79,11 @@ export type McpAnswer =
 export interface McpRequestContext {
   /** Messages in one batch; the same bound as bundles in a `POST /verify` batch. */
   maxBatch: number;
+  /**
+   * Bytes of errors and reasons the `verify_bundle` verdicts of one request (a message or a
+   * whole batch) may hold; the same bound as for one `POST /verify` request.
+   */
+  maxResultBytes: number;
   /** The current service key, for `verify_bundle`'s receipts. */
   signer(): Ed25519Signer;
 }
@@ -115,13 +123,18 @@ const validateCallParams = paramsValidator(
   "params",
 );
 
-function refused(code: number, message: string, data?: object): McpAnswer {
+function refused(
+  code: number,
+  message: string,
+  data?: object,
+  id: RequestId | null = null,
+): McpAnswer {
   return {
     kind: "reply",
     statusCode: 400,
     batch: false,
     callsTool: false,
-    parts: [{ json: errorResponse(null, code, message, data) }],
+    parts: [{ json: errorResponse(id, code, message, data) }],
   };
 }
 
@@ -162,7 +175,12 @@ function listTools(id: RequestId, params: JsonObject): McpReplyPart {
   return result(id, { tools: TOOLS });
 }
 
-function callTool(id: RequestId, params: JsonObject, context: McpRequestContext): McpReplyPart {
+function callTool(
+  id: RequestId,
+  params: JsonObject,
+  context: McpRequestContext,
+  budget: ResultBudget,
+): McpReplyPart {
   const problem = validateCallParams(params);
   if (problem !== null) return invalidParams(id, problem);
   const name = params.get("name") as string;
@@ -180,6 +198,7 @@ function callTool(id: RequestId, params: JsonObject, context: McpRequestContext)
           receipt: args.get("receipt") === true,
         },
         context.signer(),
+        budget,
       );
       return { json: resultResponse(idJson(id), toolResult(dumpCompact(payload), false)) };
     }
@@ -199,6 +218,7 @@ function answerMessage(
   message: Message,
   inBatch: boolean,
   context: McpRequestContext,
+  budget: ResultBudget,
 ): McpReplyPart | null {
   if (message.kind === "invalid") {
     return {
@@ -228,7 +248,7 @@ function answerMessage(
     case "tools/list":
       return listTools(id, params);
     default:
-      return callTool(id, params, context);
+      return callTool(id, params, context, budget);
   }
 }
 
@@ -282,7 +302,21 @@ export function answerMcpRequest(
     (message) => message.kind === "request" && message.method === "tools/call",
   );
   if (callsTool && !task.keyedAccess) return { kind: "denied" };
-  const parts = messages.flatMap((message) => answerMessage(message, batch, context) ?? []);
+  // One budget for the whole body: a batch of calls is bounded as one `POST /verify` batch is.
+  const budget = new ResultBudget(context.maxResultBytes);
+  let parts: McpReplyPart[];
+  try {
+    parts = messages.flatMap((message) => answerMessage(message, batch, context, budget) ?? []);
+  } catch (error) {
+    if (!(error instanceof ResultBudgetExceeded)) throw error;
+    const single = !batch && messages[0]?.kind === "request" ? messages[0].id : null;
+    return refused(
+      JSON_RPC_ERRORS.invalidRequest,
+      `Invalid Request: the verdicts would hold more than ${error.limit} bytes of errors and reasons`,
+      resultTooLarge(error.limit),
+      single,
+    );
+  }
   if (parts.length === 0) return { kind: "accepted" };
   const statusCode = !batch && messages[0]?.kind === "invalid" ? 400 : 200;
   return { kind: "reply", statusCode, batch, parts, callsTool };

@@ -115,7 +115,8 @@ const validateSchema = {
       ...errorResponseSchema,
       description:
         "invalid_json, bad_shape (not an object, unknown member), missing_<member>, " +
-        "bad_<member>, bad_registry_checksum",
+        "bad_<member>, bad_registry_checksum, result_too_large (the verdict's errors and " +
+        "reasons would pass `max_result_bytes`, GET /info; `limit`)",
     },
     422: {
       type: "object",

@@ -101,6 +101,12 @@ const infoSchema = {
           properties: {
             max_body_bytes: { type: "integer" },
             max_batch: { type: "integer" },
+            max_result_bytes: {
+              type: "integer",
+              description:
+                "bytes of errors and reasons the verdicts of one request (POST /verify, one " +
+                "POST /mcp body, POST /erc8004/validate) may hold; above it 400 result_too_large",
+            },
             digest_cache: looseObject,
           },
         },
@@ -216,6 +222,7 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
       limits: {
         max_body_bytes: limits.maxBodyBytes,
         max_batch: limits.maxBatch,
+        max_result_bytes: limits.maxResultBytes,
         digest_cache: {
           opt_in: "?cache=1",
           ttl_s: limits.digestCacheTtlSeconds,

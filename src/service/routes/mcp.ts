@@ -82,7 +82,9 @@ const mcpPostSchema = {
       ...jsonRpcResponse,
       description:
         "-32700 parse error, -32600 invalid message or refused batch, -32000 unsupported " +
-        "MCP-Protocol-Version",
+        'MCP-Protocol-Version; -32600 with `data: {error: "result_too_large", limit}` when ' +
+        "the verify_bundle verdicts of the body (one message or a whole batch) would take more " +
+        "than `max_result_bytes` (GET /info) of errors and reasons",
     },
     // The refusals of `keyedAccess` for a `tools/call` (service.md §9). Open schemas, so that
     // whatever body the access decision carries (an x402 challenge, say) is sent in full.

@@ -61,6 +61,21 @@ const verifySchema = {
 } as const;
 
 /**
+ * The 400 answers, naming the configured result budget so that `/openapi.json` states the
+ * limit a deployment applies (as `/info` does).
+ */
+function refusalsSchema(maxResultBytes: number) {
+  return {
+    ...errorResponseSchema,
+    description:
+      "`invalid_json`, `bad_shape`, `batch_too_large` (`limit`: bundles per batch), or " +
+      "`result_too_large`: the errors and reasons of the request's verdicts would take more " +
+      `than ${maxResultBytes} bytes of the answer (\`limit\`; \`max_result_bytes\` in ` +
+      "GET /info); verification stops there",
+  };
+}
+
+/**
  * Boolean query flags are parsed, not searched for (service.md §0): only `1` and `true`
  * enable. A repeated flag arrives as an array and, being neither, disables.
  */
@@ -71,7 +86,16 @@ export function queryFlag(value: unknown): boolean {
 export async function verifyRoutes(app: FastifyInstance, options: VerifyRoutesOptions) {
   app.post<{ Querystring: VerifyQuery }>(
     "/verify",
-    { schema: verifySchema, config: { access: "keyed" } },
+    {
+      schema: {
+        ...verifySchema,
+        response: {
+          ...verifySchema.response,
+          400: refusalsSchema(app.serviceConfig.limits.maxResultBytes),
+        },
+      },
+      config: { access: "keyed" },
+    },
     async (request, reply) => {
       const requireAnchor = queryFlag(request.query.require_anchor);
       const receipt = queryFlag(request.query.receipt);
