@@ -18,7 +18,7 @@ import {
   type Settlement,
   type SettlementReceipt,
   signSettlementReceipt,
-} from "../src/service/settlement-receipt.js";
+} from "../src/payments/settlement-receipt.js";
 import type { CollectionName, DocumentStore } from "../src/storage/document-store.js";
 import type { Ed25519Signer } from "../src/verifier/crypto/ed25519.js";
 import { dumpCompact } from "../src/verifier/json/dump.js";

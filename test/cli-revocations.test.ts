@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { main } from "../src/cli/revocations.js";
 import { buildApp } from "../src/service/app.js";
 import { loadConfig } from "../src/service/config.js";
-import { readRevocationDocument } from "../src/service/revocation-documents.js";
+import { readRevocationDocument } from "../src/service/endpoints/revocations/documents.js";
 import { FsDocumentStore } from "../src/storage/fs-document-store.js";
 import { signerFromSeed } from "../src/verifier/crypto/ed25519.js";
 import { canonicalText } from "../src/verifier/json/canonical.js";

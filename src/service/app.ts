@@ -13,6 +13,20 @@ import { createAccessServices } from "./access-services.js";
 import { type Backends, openBackends, openQueues } from "./backends.js";
 import type { ServiceConfig } from "./config.js";
 import { CpuPool } from "./cpu-pool.js";
+import { anchorRoutes } from "./endpoints/anchors/route.js";
+import { verifyAnchorRoutes } from "./endpoints/anchors/verify-anchor-route.js";
+import { conformanceRoutes } from "./endpoints/conformance/route.js";
+import { crystalRoutes } from "./endpoints/crystals/route.js";
+import { erc8004Routes } from "./endpoints/erc8004/route.js";
+import { mcpRoutes } from "./endpoints/mcp/route.js";
+import { healthRoutes } from "./endpoints/meta/health.js";
+import { infoRoutes } from "./endpoints/meta/info.js";
+import { openApiCollector, openApiRoutes } from "./endpoints/meta/openapi.js";
+import { revocationRoutes } from "./endpoints/revocations/route.js";
+import { receiptRoutes } from "./endpoints/settlements/receipts-route.js";
+import { paymentReceiptRoutes } from "./endpoints/settlements/route.js";
+import { verifyRoutes } from "./endpoints/verify/route.js";
+import { verifyReceiptRoutes } from "./endpoints/verify-receipt/route.js";
 import { ConnectionGuard, registerConnectionHooks } from "./http/connections.js";
 import { loadOrCreateInternalToken } from "./internal-token.js";
 import { registerAccessControl } from "./plugins/access.js";
@@ -21,22 +35,8 @@ import { loggingOptions } from "./plugins/logging.js";
 import { registerRawBodyParser } from "./plugins/raw-body.js";
 import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id.js";
 import { registerSchemaValidation } from "./plugins/schemas.js";
-import { anchorRoutes } from "./routes/anchors.js";
-import { conformanceRoutes } from "./routes/conformance.js";
-import { crystalRoutes } from "./routes/crystals.js";
-import { erc8004Routes } from "./routes/erc8004.js";
-import { healthRoutes } from "./routes/health.js";
-import { infoRoutes } from "./routes/info.js";
-import { mcpRoutes } from "./routes/mcp.js";
-import { openApiCollector, openApiRoutes } from "./routes/openapi.js";
-import { paymentReceiptRoutes } from "./routes/payment-receipts.js";
-import { receiptRoutes } from "./routes/receipts.js";
-import { revocationRoutes } from "./routes/revocations.js";
-import { verifyRoutes } from "./routes/verify.js";
-import { verifyAnchorRoutes } from "./routes/verify-anchor.js";
-import { verifyReceiptRoutes } from "./routes/verify-receipt.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "./service-key.js";
-import type { WorkerContext } from "./worker-context.js";
+import type { WorkerContext } from "./tasks/worker-context.js";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -117,6 +117,7 @@ export async function buildApp(
   const pool = new CpuPool({
     threads: config.cpuPool.threads,
     maxQueue: config.cpuPool.maxQueue,
+    taskModules: config.cpuPool.taskModules,
     workerData: workerContext,
   });
   app.decorate("cpuPool", pool);
@@ -159,7 +160,7 @@ export async function buildApp(
   app.register(infoRoutes, { corpus });
   app.register(revocationRoutes);
   app.register(mcpRoutes);
-  app.register(verifyRoutes, { taskModule: config.cpuPool.verifyTaskModule });
+  app.register(verifyRoutes);
   app.register(verifyAnchorRoutes);
   app.register(anchorRoutes);
   app.register(verifyReceiptRoutes);

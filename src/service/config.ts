@@ -8,7 +8,7 @@ import { join, resolve } from "node:path";
 import { auditDirFrom } from "../access/audit.js";
 import { PaymentConfigError } from "../payments/errors.js";
 import { type PaymentSettings, paymentSettings } from "../payments/requirements.js";
-import { taskModuleUrl } from "./cpu-pool.js";
+import type { TaskEndpoint } from "./tasks/define-task.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -44,8 +44,11 @@ export interface CpuPoolConfig {
   threads: number;
   /** Tasks allowed to wait for a thread; beyond it requests get 503 `overloaded`. */
   maxQueue: number;
-  /** File URL of the `POST /verify` task module (tests substitute an instrumented one). */
-  verifyTaskModule: string;
+  /**
+   * Worker modules that replace an endpoint's own (`endpoints/<name>/worker.ts`): tests
+   * substitute instrumented ones. Empty in every real configuration.
+   */
+  taskModules: Partial<Record<TaskEndpoint, string>>;
 }
 
 /**
@@ -251,7 +254,7 @@ function cpuPoolFrom(env: Env): CpuPoolConfig {
   return {
     threads,
     maxQueue: integerFrom(env, "CPU_MAX_QUEUE", threads * QUEUED_TASKS_PER_THREAD, 0, 1_000_000),
-    verifyTaskModule: taskModuleUrl("verify"),
+    taskModules: {},
   };
 }
 

@@ -24,7 +24,7 @@ import {
   type SettlementReceipt,
   userAgentFamily,
   userAgentHash,
-} from "../../src/service/settlement-receipt.js";
+} from "../../src/payments/settlement-receipt.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
 import { didKeyToPublicKey } from "../../src/verifier/crypto/did-key.js";
 import { type Ed25519Signer, signerFromSeed } from "../../src/verifier/crypto/ed25519.js";

@@ -3,7 +3,10 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { type AnchorJob, anchorsProcessor } from "../../queues/anchors.js";
-import { type AnchorStoreRequest, prepareAnchorPost } from "../../src/service/anchor-request.js";
+import {
+  type AnchorStoreRequest,
+  prepareAnchorPost,
+} from "../../src/service/endpoints/anchors/answer.js";
 import { corpusBytes } from "../support/corpus.js";
 import { otsProof, pendingProof, sha256, upgradedProof } from "../support/ots.js";
 import { startTestService, type TestService } from "./support/service.js";

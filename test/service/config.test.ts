@@ -26,7 +26,7 @@ describe("loadConfig", () => {
     assert.equal(config.limits.maxResultBytes, 4 * 1_048_576);
     assert.equal(config.cpuPool.threads, availableParallelism());
     assert.equal(config.cpuPool.maxQueue, availableParallelism() * 32);
-    assert.match(config.cpuPool.verifyTaskModule, /\/workers\/verify\.ts$/);
+    assert.deepEqual(config.cpuPool.taskModules, {});
     assert.deepEqual(config.http, {
       headersTimeoutMs: 20_000,
       requestTimeoutMs: 60_000,

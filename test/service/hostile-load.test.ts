@@ -277,7 +277,7 @@ describe("the service's own silence is not a stall", () => {
     };
     service = await startTestService({
       http: SHORT,
-      cpuPool: { threads: 1, verifyTaskModule: fixtureTaskModule("gated-verify-worker") },
+      cpuPool: { threads: 1, taskModules: { verify: fixtureTaskModule("gated-verify-worker") } },
     });
     port = await listening(service);
   });

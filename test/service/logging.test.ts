@@ -54,7 +54,7 @@ async function capturingService(verifyTaskModule?: string) {
   const service = await startTestService({
     logLevel: "info",
     logDestination: { write: (line) => lines.push(line) },
-    ...(verifyTaskModule ? { cpuPool: { verifyTaskModule } } : {}),
+    ...(verifyTaskModule ? { cpuPool: { taskModules: { verify: verifyTaskModule } } } : {}),
   });
   return { service, lines };
 }

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { answerMcpRequest, type McpAnswer } from "../../src/service/mcp/answer.js";
+import { answerMcpRequest, type McpAnswer } from "../../src/service/endpoints/mcp/answer.js";
 import { generateSigner } from "../../src/verifier/crypto/ed25519.js";
 import { dumpCompact } from "../../src/verifier/json/dump.js";
 import { parseJson } from "../../src/verifier/json/parse.js";

@@ -11,12 +11,12 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import Fastify, { type FastifyInstance } from "fastify";
 import { JobFailedError, type SubmitOutcome } from "../../queues/job-queue.js";
 import type { SettlementStored, SettlementsQueue } from "../../queues/settlements.js";
+import type { SettlementReceipt } from "../../src/payments/settlement-receipt.js";
 import { CpuPool } from "../../src/service/cpu-pool.js";
+import { paymentReceiptRoutes } from "../../src/service/endpoints/settlements/route.js";
 import { InternalToken, InternalTokenError } from "../../src/service/internal-token.js";
 import { registerRawBodyParser } from "../../src/service/plugins/raw-body.js";
 import { registerSchemaValidation } from "../../src/service/plugins/schemas.js";
-import { paymentReceiptRoutes } from "../../src/service/routes/payment-receipts.js";
-import type { SettlementReceipt } from "../../src/service/settlement-receipt.js";
 import { didKeyToPublicKey } from "../../src/verifier/crypto/did-key.js";
 import { startTestService, type TestService, temporaryDataDir } from "./support/service.js";
 

@@ -17,7 +17,7 @@ describe("If-None-Match", () => {
     [etag, true],
     [`W/${etag}`, true],
     ["*", true],
-    [' "other" , W/"x",' + etag, true],
+    [` "other" , W/"x",${etag}`, true],
     [`"other", ${etag} `, true],
     ['"other"', false],
     [etag.slice(1, -1), false],

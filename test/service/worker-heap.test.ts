@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { getHeapStatistics } from "node:v8";
-import { HEAP_RELEASE_BYTES, releasingHeap } from "../../src/service/worker-heap.js";
+import { HEAP_RELEASE_BYTES, releasingHeap } from "../../src/service/tasks/worker-heap.js";
 
 /** A task that builds `count` maps (as a parse of `{}` × count does) and drops them. */
 function parseLike(count: number): { count: number; heapInUse: number } {

@@ -1691,7 +1691,7 @@ async function saturatedService(r: Recorder): Promise<void> {
   const pool = {
     threads: 1,
     maxQueue: 1,
-    verifyTaskModule: fixtureTaskModule("gated-verify-worker"),
+    taskModules: { verify: fixtureTaskModule("gated-verify-worker") },
   };
   try {
     await withService(
