@@ -12,8 +12,16 @@ import { releasingHeap } from "./worker-heap.js";
 
 export const workerContext = workerData as WorkerContext;
 
-/** Opened from `dataDir` in each thread, so a key rotation reaches the threads by itself. */
-export const workerIdentity = ServiceIdentity.open(workerContext.dataDir);
+let identity: ServiceIdentity | undefined;
+
+/**
+ * This thread's view of the service key, opened from `dataDir` on first use (tasks that sign
+ * nothing never need a key), so a key rotation reaches the threads by itself.
+ */
+export function workerIdentity(): ServiceIdentity {
+  identity ??= ServiceIdentity.open(workerContext.dataDir);
+  return identity;
+}
 
 /**
  * A task module's default export: `run`, checked against the definition's input and output

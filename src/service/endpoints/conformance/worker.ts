@@ -6,7 +6,7 @@ import { conformanceTask } from "./tasks.js";
 
 const requestContext = {
   corpus: corpusLoader(workerContext.corpusDir),
-  signer: () => workerIdentity.signer(),
+  signer: () => workerIdentity().signer(),
 };
 
 export default implementTask(conformanceTask, (task) =>

@@ -6,7 +6,7 @@ import { mcpTask } from "./tasks.js";
 const requestContext = {
   maxBatch: workerContext.maxBatch,
   maxResultBytes: workerContext.maxResultBytes,
-  signer: () => workerIdentity.signer(),
+  signer: () => workerIdentity().signer(),
 };
 
 export default implementTask(mcpTask, (task) =>

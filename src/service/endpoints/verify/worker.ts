@@ -9,7 +9,7 @@ import { verifyTask } from "./tasks.js";
 const requestContext = {
   maxBatch: workerContext.maxBatch,
   maxResultBytes: workerContext.maxResultBytes,
-  signer: () => workerIdentity.signer(),
+  signer: () => workerIdentity().signer(),
 };
 
 export default implementTask(verifyTask, (task) =>
