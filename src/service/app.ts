@@ -4,7 +4,12 @@
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import type { AnchorsQueue } from "../../queues/anchors.js";
-import { recordSettlement, type SettlementsQueue } from "../../queues/settlements.js";
+import { JobJournal, journalDirectory } from "../../queues/job-journal.js";
+import {
+  SETTLEMENTS_QUEUE,
+  SettlementRecorder,
+  type SettlementsQueue,
+} from "../../queues/settlements.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { loadCorpusSummary } from "../conformance/corpus.js";
 import { loadOrCreateValidatorKey } from "../erc8004/validator-key.js";
@@ -129,17 +134,34 @@ export async function buildApp(
   const settlementsQueue = queues.settlements;
   app.decorate("anchorsQueue", queues.anchors);
   app.decorate("settlementsQueue", settlementsQueue);
+  // Settlement receipt jobs of the x402 path are durable before a paid answer is released:
+  // in BullMQ, or in a file journal under DATA_DIR, replayed here after a crash.
+  const settlements = new SettlementRecorder({
+    queue: settlementsQueue,
+    journal: new JobJournal(journalDirectory(config.dataDir, SETTLEMENTS_QUEUE)),
+    log: app.log,
+  });
+  try {
+    await settlements.start();
+  } catch (error) {
+    // A journal that cannot be read stops the start: its jobs must not be forgotten.
+    await pool.close();
+    await queues.close();
+    await backends.close();
+    throw error;
+  }
   const access = createAccessServices(config, {
     documentStore,
     caps: backends.caps,
     nonces: backends.nonces,
     identity,
     clock,
-    onSettled: (payment) => void recordSettlement(settlementsQueue, payment, app.log),
+    onSettled: (payment) => settlements.record(payment),
   });
   // onClose runs once in-flight requests have been answered, so no task is cut short.
   app.addHook("onClose", async () => {
     await pool.close();
+    await settlements.close();
     await queues.close();
     await access.close();
     await backends.close();
