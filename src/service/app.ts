@@ -69,15 +69,18 @@ declare module "fastify" {
   }
 }
 
-/**
- * Builds the app without listening. Creates the service key in `config.dataDir` on first
- * use and starts the worker threads; `app.close()` releases both.
- */
+/** Longer than any request line Node accepts (16 KiB of headers, request line included). */
+const MAX_PATH_PARAMETER_CHARACTERS = 16 * 1024;
+
 export interface BuildOptions {
   /** The clock behind cache ages and expiry; defaults to `Date.now`. */
   clock?: () => number;
 }
 
+/**
+ * Builds the app without listening. Creates the service key in `config.dataDir` on first
+ * use and starts the worker threads; `app.close()` releases both.
+ */
 export async function buildApp(
   config: ServiceConfig,
   options: BuildOptions = {},
@@ -98,6 +101,11 @@ export async function buildApp(
     // While draining, requests already on open connections are still answered normally
     // (with `Connection: close`) rather than with Fastify's own 503 body.
     return503OnClosing: false,
+    // Fastify routes path parameters of at most 100 characters and refuses longer ones with 400
+    // before routing. Issuers are the one free-form parameter (a did:web can be long) and the
+    // reference answers 404 for any of them, so every parameter is routed: Node's 16 KiB
+    // header limit already bounds the request line.
+    maxParamLength: MAX_PATH_PARAMETER_CHARACTERS,
   });
 
   app.decorate("serviceConfig", config);
