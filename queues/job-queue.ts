@@ -44,6 +44,13 @@ export type SubmitOutcome<Result extends JsonData> =
 export interface JobQueue<Payload extends JsonData, Result extends JsonData> {
   readonly name: string;
   /**
+   * True when a job outlives this process once `submit` has accepted it (BullMQ: Redis has
+   * acknowledged the add, before any wait); false when it lives in this process's memory
+   * until its processor has made it durable (in-process), so that a caller that must not lose
+   * it journals it first (job-journal.ts).
+   */
+  readonly persistent: boolean;
+  /**
    * Enqueues the job unless a job with this id is pending or retained, then waits up to
    * `waitMs` for its result. Rejects with `JobFailedError` when the job failed and with
    * `QueueClosedError` once the queue is closing.

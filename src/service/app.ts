@@ -4,7 +4,12 @@
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import type { AnchorsQueue } from "../../queues/anchors.js";
-import { recordSettlement, type SettlementsQueue } from "../../queues/settlements.js";
+import { JobJournal, journalDirectory } from "../../queues/job-journal.js";
+import {
+  SETTLEMENTS_QUEUE,
+  SettlementRecorder,
+  type SettlementsQueue,
+} from "../../queues/settlements.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { loadCorpusSummary } from "../conformance/corpus.js";
 import { loadOrCreateValidatorKey } from "../erc8004/validator-key.js";
@@ -64,15 +69,18 @@ declare module "fastify" {
   }
 }
 
-/**
- * Builds the app without listening. Creates the service key in `config.dataDir` on first
- * use and starts the worker threads; `app.close()` releases both.
- */
+/** Longer than any request line Node accepts (16 KiB of headers, request line included). */
+const MAX_PATH_PARAMETER_CHARACTERS = 16 * 1024;
+
 export interface BuildOptions {
   /** The clock behind cache ages and expiry; defaults to `Date.now`. */
   clock?: () => number;
 }
 
+/**
+ * Builds the app without listening. Creates the service key in `config.dataDir` on first
+ * use and starts the worker threads; `app.close()` releases both.
+ */
 export async function buildApp(
   config: ServiceConfig,
   options: BuildOptions = {},
@@ -93,6 +101,11 @@ export async function buildApp(
     // While draining, requests already on open connections are still answered normally
     // (with `Connection: close`) rather than with Fastify's own 503 body.
     return503OnClosing: false,
+    // Fastify routes path parameters of at most 100 characters and refuses longer ones with 400
+    // before routing. Issuers are the one free-form parameter (a did:web can be long) and the
+    // reference answers 404 for any of them, so every parameter is routed: Node's 16 KiB
+    // header limit already bounds the request line.
+    maxParamLength: MAX_PATH_PARAMETER_CHARACTERS,
   });
 
   app.decorate("serviceConfig", config);
@@ -130,17 +143,34 @@ export async function buildApp(
   const settlementsQueue = queues.settlements;
   app.decorate("anchorsQueue", queues.anchors);
   app.decorate("settlementsQueue", settlementsQueue);
+  // Settlement receipt jobs of the x402 path are durable before a paid answer is released:
+  // in BullMQ, or in a file journal under DATA_DIR, replayed here after a crash.
+  const settlements = new SettlementRecorder({
+    queue: settlementsQueue,
+    journal: new JobJournal(journalDirectory(config.dataDir, SETTLEMENTS_QUEUE)),
+    log: app.log,
+  });
+  try {
+    await settlements.start();
+  } catch (error) {
+    // A journal that cannot be read stops the start: its jobs must not be forgotten.
+    await pool.close();
+    await queues.close();
+    await backends.close();
+    throw error;
+  }
   const access = createAccessServices(config, {
     documentStore,
     caps: backends.caps,
     nonces: backends.nonces,
     identity,
     clock,
-    onSettled: (payment) => void recordSettlement(settlementsQueue, payment, app.log),
+    onSettled: (payment) => settlements.record(payment),
   });
   // onClose runs once in-flight requests have been answered, so no task is cut short.
   app.addHook("onClose", async () => {
     await pool.close();
+    await settlements.close();
     await queues.close();
     await access.close();
     await backends.close();

@@ -5,56 +5,27 @@
  * half-written (temporary files may remain, but are never served).
  */
 import assert from "node:assert/strict";
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { once } from "node:events";
 import { readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import { KeyStore } from "../../src/access/api-keys.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
 import { pendingProof, sha256 } from "../support/ots.js";
+import { type ServerProcess, startServerProcess } from "./support/server-process.js";
 import { temporaryDataDir } from "./support/service.js";
 
-const RECEIPTD = fileURLToPath(new URL("../../src/cli/receiptd.ts", import.meta.url));
 const POSTS = 200;
 /** Acknowledgements to wait for before the kill; the other posts are still in flight. */
 const ACKS_BEFORE_KILL = 10;
 
-interface Server {
-  child: ChildProcessWithoutNullStreams;
-  base: string;
-}
-
-async function startServer(dataDir: string): Promise<Server> {
-  const child = spawn(process.execPath, ["--import", "tsx", RECEIPTD, "serve", "--port", "0"], {
-    env: {
-      ...process.env,
-      DATA_DIR: dataDir,
-      CPU_THREADS: "1",
-      // Room for every concurrent post, so none is shed as `overloaded`.
-      CPU_MAX_QUEUE: String(POSTS),
-      LOG_LEVEL: "info",
-    },
+function startServer(dataDir: string): Promise<ServerProcess> {
+  return startServerProcess({
+    DATA_DIR: dataDir,
+    CPU_THREADS: "1",
+    // Room for every concurrent post, so none is shed as `overloaded`.
+    CPU_MAX_QUEUE: String(POSTS),
   });
-  child.stderr.resume();
-  let output = "";
-  const base = await new Promise<string>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-      if (match?.[1]) {
-        child.stdout.off("data", onData);
-        child.off("exit", onExit);
-        child.stdout.resume();
-        resolve(match[1]);
-      }
-    };
-    const onExit = (code: number | null) => reject(new Error(`exited early (${code}):\n${output}`));
-    child.stdout.on("data", onData);
-    child.once("exit", onExit);
-  });
-  return { child, base };
 }
 
 interface Posted {

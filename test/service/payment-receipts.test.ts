@@ -475,6 +475,7 @@ describe("POST /payment-receipts when the queue cannot answer in time", () => {
     registerSchemaValidation(app);
     const queue: SettlementsQueue = {
       name: "settlements",
+      persistent: false,
       submit: () => answer(),
       close: async () => {},
     };

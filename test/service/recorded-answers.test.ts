@@ -75,7 +75,6 @@ const EXPECTED_ERRORS = [
   "invalid_digest",
   "invalid_header_encoding",
   "invalid_height",
-  "invalid_issuer",
   "invalid_json",
   "invalid_key",
   "invalid_metadata_public",

@@ -205,6 +205,26 @@ describe("x402 through the local facilitator", () => {
     assert.ok(paid.headers["payment-response"]);
   });
 
+  test("refusals after the payer is known cost the payer's cap nothing", async () => {
+    const own = wallet();
+    const offer = offerOf(await verify(), 2);
+    const headers = await paymentHeader(offer, own);
+    const first = await verify(headers);
+    assert.equal(first.status, 200, first.body);
+    assert.equal(first.headers["x-ratelimit-remaining"], "999");
+    // A replay (402), a bad body (400, not settled) and a settled result (200), in turn.
+    const replay = await verify(headers);
+    assert.equal(replay.status, 402);
+    assert.equal(replay.headers["x-ratelimit-remaining"], "999");
+    const next = await paymentHeader(offer, own);
+    const invalid = await verify(next, '{"a":1,"a":2}');
+    assert.equal(invalid.status, 400);
+    assert.equal(invalid.headers["x-ratelimit-remaining"], "999");
+    const paid = await verify(next);
+    assert.equal(paid.status, 200, paid.body);
+    assert.equal(paid.headers["x-ratelimit-remaining"], "998");
+  });
+
   test("an API key needs no payment", async () => {
     const { key } = await service.app.accessServices.keys.create({ name: "keyed-client" });
     const answer = await verify({ "x-svc-key": key });

@@ -1184,9 +1184,9 @@ async function mcp({ call, key, main }: Main): Promise<void> {
     { ...V, origin: "null" },
   );
   await post(
-    "its own Origin is served",
+    "an Origin naming the Host it sends (DNS rebinding) → 403 origin_not_allowed",
     { body: rpc("ping") },
-    { ...V, origin: "http://localhost" },
+    { ...V, origin: "http://evil.example", host: "evil.example" },
   );
   await post(
     "1 MiB + 1 byte → 413 body_too_large",
