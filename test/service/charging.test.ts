@@ -46,7 +46,7 @@ function chargingSuite(mode: string, overrides: () => ConfigOverrides, cleanup: 
           cpuPool: {
             threads: 1,
             maxQueue: 1,
-            verifyTaskModule: fixtureTaskModule("gated-verify-worker"),
+            taskModules: { verify: fixtureTaskModule("gated-verify-worker") },
           },
         },
         { clock: () => NOW, anonymous: true },

@@ -38,7 +38,7 @@ const COMMAND = "RECORD_ANSWERS=1 node --import tsx --test test/service/recorded
 
 /**
  * Error codes the recording must reach: every `error` the service answers with from outside,
- * as listed by grepping `error: "` and the refusal helpers in src/ and workers/. Not here
+ * as listed by grepping `error: "` and the refusal helpers in src/. Not here
  * (not reachable from outside without breaking a dependency): store_unavailable and the
  * *_store_unavailable codes, nonce_ledger_unavailable, internal_error, the facilitator's
  * facilitator_timeout/_error/_bad_response.

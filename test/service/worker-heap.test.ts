@@ -1,5 +1,5 @@
 /**
- * `releasingHeap` (src/service/worker-heap.ts): a task that leaves more than the threshold of
+ * `releasingHeap` (src/service/tasks/worker-heap.ts): a task that leaves more than the threshold of
  * heap behind is followed by a full collection, so the next task starts from a small heap;
  * results, rejections and exceptions pass through unchanged.
  */
