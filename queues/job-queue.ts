@@ -1,7 +1,8 @@
 /**
  * The queues that carry writes which must not be lost (architecture.md: anchor hosting,
  * settlement receipts). Routes see only this interface: embedded mode runs jobs in-process
- * (`InProcessQueue`), distributed mode will run them on BullMQ workers. So that both behave
+ * (`InProcessQueue`), distributed mode runs them on BullMQ (`BullmqQueue`, consumed by
+ * `receiptd worker`). So that both behave
  * alike, the contract is what BullMQ can honour:
  * - payloads and results are plain JSON data (they cross Redis as JSON text);
  * - a job is named by a business-key id, and submitting an id that is still pending, or
