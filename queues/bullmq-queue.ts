@@ -15,6 +15,7 @@
  */
 import { Job, Queue, QueueEvents } from "bullmq";
 import { Redis } from "ioredis";
+import { CLOSE_GRACE_MS, settleWithin } from "../src/redis/connection.js";
 import {
   assertJobId,
   JobFailedError,
@@ -228,13 +229,20 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
   }
 
   async #close(): Promise<void> {
-    await Promise.allSettled([...this.#adding]);
+    // Bounded: adds and BullMQ's own closes wait for Redis, which may be mid-reconnect and
+    // never answer; a shutdown drops the connections after the grace period instead.
+    await settleWithin(Promise.allSettled([...this.#adding]), CLOSE_GRACE_MS);
     for (const [jobId, waiters] of [...this.#waiters]) {
       for (const settle of [...waiters]) settle({ state: "pending", jobId });
     }
-    const events = await this.#events?.catch(() => undefined);
-    await events?.close().catch(() => {});
-    await this.#queue.close().catch(() => {});
+    await settleWithin(
+      (async () => {
+        const events = await this.#events?.catch(() => undefined);
+        await events?.close().catch(() => {});
+        await this.#queue.close().catch(() => {});
+      })(),
+      CLOSE_GRACE_MS,
+    );
     this.#eventsClient.disconnect();
     this.#client.disconnect();
   }

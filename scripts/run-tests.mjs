@@ -95,9 +95,22 @@ if (lane === "all" || lane === "distributed") {
   if (services.status !== 0) process.exit(services.status ?? 1);
 }
 
+// A test that hangs must fail the run, not hold CI until its own limit: each test has
+// TEST_TIMEOUT_MS, and the whole run RUN_TIMEOUT_MS (the suite takes about 10 minutes on two
+// loaded cores).
+const TEST_TIMEOUT_MS = 300_000;
+const RUN_TIMEOUT_MS = 40 * 60_000;
 const result = spawnSync(
   process.execPath,
-  ["--import", "tsx", "--test", "--test-reporter=spec", ...files],
-  { stdio: "inherit" },
+  [
+    "--import",
+    "tsx",
+    "--test",
+    "--test-reporter=spec",
+    `--test-timeout=${TEST_TIMEOUT_MS}`,
+    ...files,
+  ],
+  { stdio: "inherit", timeout: RUN_TIMEOUT_MS, killSignal: "SIGKILL" },
 );
+if (result.error) console.error(`run-tests: ${result.error.message}`);
 process.exit(result.status ?? 1);

@@ -12,6 +12,25 @@
 import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
 
+/** How long a close waits for Redis to acknowledge before it drops the connection. */
+export const CLOSE_GRACE_MS = 5_000;
+
+/** Waits for `work` to settle, or `ms`, whichever comes first; never rejects. */
+export async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([
+    work.then(
+      () => {},
+      () => {},
+    ),
+    elapsed,
+  ]);
+  clearTimeout(timer);
+}
+
 /** What the connection logs: state changes only, never keys, values or the URL. */
 export interface RedisLog {
   warn(message: string): void;
@@ -123,12 +142,10 @@ export function openRedis(options: RedisConnectionOptions): RedisConnection {
     async close() {
       if (closed) return;
       closed = true;
-      try {
-        await client.quit();
-      } catch {
-        // Not connected: nothing to say goodbye to; stop reconnecting instead.
-        client.disconnect();
-      }
+      // QUIT waits for Redis; a connection caught mid-reconnect may never get an answer, and a
+      // shutdown must not wait for one. Whatever happened, stop reconnecting.
+      await settleWithin(client.quit(), CLOSE_GRACE_MS);
+      client.disconnect();
     },
   };
 }

@@ -105,7 +105,7 @@ export async function buildApp(
     // before routing. Issuers are the one free-form parameter (a did:web can be long) and the
     // reference answers 404 for any of them, so every parameter is routed: Node's 16 KiB
     // header limit already bounds the request line.
-    maxParamLength: MAX_PATH_PARAMETER_CHARACTERS,
+    routerOptions: { maxParamLength: MAX_PATH_PARAMETER_CHARACTERS },
   });
 
   app.decorate("serviceConfig", config);
