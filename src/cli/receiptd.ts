@@ -4,7 +4,7 @@
  * `receiptd verify` and `continuity-receipt-verify` are one piece of code.
  */
 import { VERIFIER_VERSION } from "../verifier/version.js";
-import { isEntryPoint, runMain } from "./entry.js";
+import { isEntryPoint, processIo, runMain } from "./entry.js";
 
 interface Subcommand {
   summary: string;
@@ -16,13 +16,19 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   verify: {
     summary: "verify a Continuity Receipt bundle (exit 0 iff TRUSTED)",
     usage: "receiptd verify <bundle> [--require-anchor] [--revocations PATH|URL]...",
-    run: async (argv) => (await import("./continuity-receipt-verify.js")).main(argv),
+    run: async (argv) =>
+      (await import("./continuity-receipt-verify.js")).main(argv, processIo, "receiptd verify"),
   },
   "verify-receipt": {
     summary: "verify a signed verification receipt (exit 0 iff valid)",
     usage:
       "receiptd verify-receipt <receipt> [--bundle P] [--revocations P|URL]... [--digest] [--canonical P]",
-    run: async (argv) => (await import("./continuity-receipt-verify-receipt.js")).main(argv),
+    run: async (argv) =>
+      (await import("./continuity-receipt-verify-receipt.js")).main(
+        argv,
+        processIo,
+        "receiptd verify-receipt",
+      ),
   },
   serve: {
     summary: "run the HTTP verification service (configured by environment; see --help)",
@@ -37,8 +43,9 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   anchor: {
     summary: "verify an OpenTimestamps proof against block headers (exit 0 iff verified)",
     usage:
-      "receiptd anchor verify <proof> (--digest D | --bundle B --target RID) [--header HEX --height N]... [--json]",
-    run: async (argv) => (await import("./continuity-receipt-anchor.js")).main(argv),
+      "receiptd anchor verify <proof> (--digest D | --bundle B --target RID) [--header HEX --height N]... [--headers FILE]... [--json]",
+    run: async (argv) =>
+      (await import("./continuity-receipt-anchor.js")).main(argv, processIo, "receiptd anchor"),
   },
   revocations: {
     summary: "import a revocation document into the store served at /revocations/{issuer}",
