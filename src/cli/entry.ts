@@ -53,7 +53,9 @@ export function isParseArgsError(error: unknown): error is TypeError & { code: s
  */
 export function usageErrorText(error: Error): string {
   if (isParseArgsError(error) && error.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
-    const option = /^Unknown option '(.*)'\. To specify/s.exec(error.message)?.[1];
+    // With positionals allowed, node appends advice about `--`; without, it does not.
+    const option = (/^Unknown option '(.*?)'\. To specify/s.exec(error.message) ??
+      /^Unknown option '(.*)'$/s.exec(error.message))?.[1];
     if (option !== undefined) return `unknown option '${option}'`;
   }
   return error.message.split("\n")[0] ?? "";
