@@ -83,7 +83,7 @@ export async function main(
   try {
     const config = loadConfig(env);
     const bytes = await readDocumentFile(file);
-    const problems = validateRevocationDocument(bytes);
+    const problems = validateRevocationDocument(bytes, "json");
     if (problems.length > 0) {
       throw new ImportRefused(`${file} is not a usable revocation document: ${problems[0]}`);
     }
