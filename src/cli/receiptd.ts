@@ -69,6 +69,12 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       "receiptd crystals keygen --out K | tenant --secret-file F | seal --key-file K --tenant T [--parent P] [--cipher C] [--metadata JSON] [--created-at T] < in | open --key-file K < envelope",
     run: async (argv) => (await import("./crystals.js")).main(argv),
   },
+  conformance: {
+    summary: "run a verifier over the conformance corpus, have it graded, check the signed report",
+    usage:
+      "receiptd conformance run [--cli PATH] [--receipt-cli PATH] [--corpus DIR] [--referee URL [--key KEY]] [--name N] [--concurrency N] [--timeout S] [--report FILE] (see --help)",
+    run: async (argv) => (await import("./conformance.js")).main(argv),
+  },
   billing: {
     summary: "print the monthly per-key statement metered from the audit files",
     usage: "receiptd billing --month YYYY-MM [--audit DIR] [--json]",
