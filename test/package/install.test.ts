@@ -109,6 +109,9 @@ describe("the npm package", () => {
     assert.match(workerHelp.stdout, /^usage: receiptd worker/);
     const verifyHelp = await run(bin("continuity-receipt-verify"), ["--help"], options);
     assert.match(verifyHelp.stdout, /^usage: continuity-receipt-verify /);
+    // Loads the referee's grading code from dist/src/service.
+    const conformanceHelp = await run(bin("receiptd"), ["conformance", "--help"], options);
+    assert.match(conformanceHelp.stdout, /^usage: receiptd conformance run /);
 
     const created = await run(bin("receiptd"), ["keys", "create", "--name", "probe", "--json"], {
       ...options,
