@@ -145,3 +145,44 @@ export function settlementBody(run: string, n: number): string {
     path: "/verify",
   });
 }
+
+/** The spec every hostile fixture names, so the bodies pass the version check. */
+const HOSTILE_SPEC = "continuity-receipt/0.4";
+
+/**
+ * One legal bundle of about `bytes` whose receipts are all `{}`: the cheapest bytes to send
+ * and, parsed, one object each. Over the 10,000-receipt limit, so the answer is a 200
+ * UNTRUSTED `too_many_receipts`: the cost is the parse, not the verification.
+ */
+export function emptyObjectsBundle(bytes: number): Buffer {
+  const head = `{"spec":"${HOSTILE_SPEC}","task_id":"x","receipts":[`;
+  const count = Math.floor((bytes - head.length - 2) / 3);
+  return Buffer.from(`${head}{}${",{}".repeat(count - 1)}]}`);
+}
+
+/** A bundle of `receipts` empty receipts, at the per-bundle limit: each receipt is ~5 errors. */
+function amplifyingBundle(receipts: number): string {
+  return `{"spec":"${HOSTILE_SPEC}","task_id":"x","receipts":[{}${",{}".repeat(receipts - 1)}]}`;
+}
+
+/** Bundles of 10,000 `{}` receipts that fit in about 1 MiB (issue 16: 34 of them). */
+export const AMPLIFYING_BUNDLES = 34;
+const AMPLIFYING_RECEIPTS = 10_000;
+
+/** `{"bundles": [34 × 10,000 empty receipts]}`: 1 MiB that asks for ~1.7 million errors. */
+export function amplificationBatch(): Buffer {
+  const bundle = amplifyingBundle(AMPLIFYING_RECEIPTS);
+  return Buffer.from(`{"bundles":[${Array(AMPLIFYING_BUNDLES).fill(bundle).join(",")}]}`);
+}
+
+/** The same bundles as one MCP (2025-03-26) JSON-RPC batch of `verify_bundle` calls. */
+export function amplificationMcpBatch(): Buffer {
+  const bundle = amplifyingBundle(AMPLIFYING_RECEIPTS);
+  const calls = Array.from(
+    { length: AMPLIFYING_BUNDLES },
+    (_, id) =>
+      `{"jsonrpc":"2.0","id":${id},"method":"tools/call",` +
+      `"params":{"name":"verify_bundle","arguments":{"bundle":${bundle}}}}`,
+  );
+  return Buffer.from(`[${calls.join(",")}]`);
+}

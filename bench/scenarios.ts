@@ -4,7 +4,17 @@
  * scenario talks only the public HTTP API, so it runs against any deployment of it.
  */
 import { randomBytes } from "node:crypto";
-import { anchorBody, batchBody, batchOfSize, generatedBundle, settlementBody } from "./fixtures.js";
+import {
+  AMPLIFYING_BUNDLES,
+  amplificationBatch,
+  amplificationMcpBatch,
+  anchorBody,
+  batchBody,
+  batchOfSize,
+  emptyObjectsBundle,
+  generatedBundle,
+  settlementBody,
+} from "./fixtures.js";
 import type { RequestSpec } from "./load.js";
 import type { GoalCheck, ScenarioResult } from "./types.js";
 
@@ -69,6 +79,9 @@ const batches = Array.from({ length: DISTINCT_BATCHES }, (_, b) =>
   ),
 );
 let largeBatch: Buffer | undefined;
+let emptyObjects: Buffer | undefined;
+let amplifying: Buffer | undefined;
+let amplifyingMcp: Buffer | undefined;
 const runId = randomBytes(6).toString("hex");
 
 /** The signatures of the bundle every verification scenario sends (for the ceiling). */
@@ -322,6 +335,87 @@ const largeBodies: Scenario = {
         },
 };
 
+/** Issue 16's memory goal for hostile 1 MiB bodies, held by the whole service process. */
+const hostileRssGoal = (result: ScenarioResult): GoalCheck | undefined =>
+  result.peakRssMiB === null
+    ? undefined
+    : {
+        description: "peak RSS ≤ 600 MB",
+        met: result.errors === 0 && result.peakRssMiB * 1.048576 <= 600,
+      };
+
+/** The refusal a request gets when its verdicts would list too much (`result_too_large`). */
+const RESULT_TOO_LARGE = '"result_too_large"';
+
+const hostileEmptyObjects: Scenario = {
+  id: "hostile-empty",
+  title: "16 concurrent 1 MiB bundles of {} receipts",
+  unit: "requests",
+  itemsPerRequest: 1,
+  verificationsPerRequest: 0,
+  connections: 16,
+  async prepare() {
+    emptyObjects ??= emptyObjectsBundle(LARGE_BODY_BYTES);
+    return undefined;
+  },
+  request: (_n, deployment) => ({
+    method: "POST",
+    path: "/verify",
+    headers: keyed(deployment),
+    body: emptyObjects!,
+  }),
+  // Over 10,000 receipts: the reference's verdict, reached only after the whole body is parsed.
+  accept: (status, body) => status === 200 && body.includes('"code":"too_many_receipts"'),
+  goal: hostileRssGoal,
+};
+
+const hostileAmplification: Scenario = {
+  id: "hostile-batch",
+  title: `1 MiB batch of ${AMPLIFYING_BUNDLES} × 10,000 {} receipts`,
+  unit: "requests",
+  itemsPerRequest: 1,
+  verificationsPerRequest: 0,
+  connections: 16,
+  async prepare() {
+    amplifying ??= amplificationBatch();
+    return undefined;
+  },
+  request: (_n, deployment) => ({
+    method: "POST",
+    path: "/verify",
+    headers: keyed(deployment),
+    body: amplifying!,
+  }),
+  // Its verdicts would list ~1.7 million errors: the expected answer is the refusal.
+  accept: (status, body) => status === 400 && body.includes(RESULT_TOO_LARGE),
+  goal: hostileRssGoal,
+};
+
+const hostileMcpAmplification: Scenario = {
+  id: "hostile-mcp",
+  title: `MCP batch of ${AMPLIFYING_BUNDLES} verify_bundle × 10,000 {} receipts`,
+  unit: "requests",
+  itemsPerRequest: 1,
+  verificationsPerRequest: 0,
+  connections: 16,
+  async prepare() {
+    amplifyingMcp ??= amplificationMcpBatch();
+    return undefined;
+  },
+  request: (_n, deployment) => ({
+    method: "POST",
+    path: "/mcp",
+    headers: {
+      ...keyed(deployment),
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-03-26",
+    },
+    body: amplifyingMcp!,
+  }),
+  accept: (status, body) => status === 400 && body.includes(RESULT_TOO_LARGE),
+  goal: hostileRssGoal,
+};
+
 export const SCENARIOS: readonly Scenario[] = [
   singleBundle,
   batch50,
@@ -332,4 +426,7 @@ export const SCENARIOS: readonly Scenario[] = [
   settlementIngestion,
   mixed,
   largeBodies,
+  hostileEmptyObjects,
+  hostileAmplification,
+  hostileMcpAmplification,
 ];

@@ -11,6 +11,7 @@
  */
 import type { CollectionName, DocumentStore } from "../src/storage/document-store.js";
 import type { AnchorStatus, Attestation } from "../src/verifier/anchor/index.js";
+import { dumpCompact } from "../src/verifier/json/dump.js";
 import { formatUtcSeconds } from "../src/verifier/timestamps.js";
 import type { JobProcessor, JobQueue, JobQueueOptions } from "./job-queue.js";
 
@@ -41,6 +42,27 @@ export function anchorJobId(id: string, proofSha256: string): string {
   return `anchor-${id.slice("sha256:".length)}-${proofSha256}`;
 }
 
+/**
+ * An attestation as a job carries it. Jobs cross Redis as JSON text, where a block height
+ * beyond 2^53 - 1 (only a hostile proof has one) has no exact form, so such a height travels
+ * as its decimal string and is written to the document as the integer it is.
+ */
+export type JobAttestation =
+  | Exclude<Attestation, { kind: "bitcoin" | "litecoin" }>
+  | { kind: "bitcoin" | "litecoin"; value: number | string };
+
+export function jobAttestation(attestation: Attestation): JobAttestation {
+  if (attestation.kind === "pending" || attestation.kind === "unknown") return attestation;
+  const { kind, value } = attestation;
+  return { kind, value: typeof value === "bigint" ? value.toString() : value };
+}
+
+function documentAttestation(attestation: JobAttestation): Attestation {
+  if (attestation.kind === "pending" || attestation.kind === "unknown") return attestation;
+  const { kind, value } = attestation;
+  return { kind, value: typeof value === "string" ? BigInt(value) : value };
+}
+
 export type AnchorJob = {
   /** The document id, `sha256:<64 lower-case hex>`. */
   digest: string;
@@ -49,7 +71,7 @@ export type AnchorJob = {
   note: string | null;
   /** The proof's status checked against its digest without headers. */
   status: AnchorStatus;
-  attestations: Attestation[];
+  attestations: JobAttestation[];
 };
 
 /** What the job did: the stored document is new, replaced, identical, or kept instead. */
@@ -64,7 +86,10 @@ export type AnchorStored = {
 };
 
 /** The stored document, members in the order service.md §2 lists them. */
-type AnchorDocument = AnchorJob & { stored_at: string };
+type AnchorDocument = Omit<AnchorJob, "attestations"> & {
+  stored_at: string;
+  attestations: Attestation[];
+};
 
 function documentBytes(job: AnchorJob, note: string | null): Uint8Array {
   const document: AnchorDocument = {
@@ -73,9 +98,10 @@ function documentBytes(job: AnchorJob, note: string | null): Uint8Array {
     note,
     status: job.status,
     stored_at: formatUtcSeconds(),
-    attestations: job.attestations,
+    attestations: job.attestations.map(documentAttestation),
   };
-  return Buffer.from(JSON.stringify(document), "utf8");
+  // Compact JSON like JSON.stringify's, which cannot write a bigint height.
+  return Buffer.from(dumpCompact(document), "utf8");
 }
 
 function proofBytes(proof: string): number {

@@ -52,6 +52,7 @@ type Settle<Result extends JsonData> = (outcome: SubmitOutcome<Result> | Failure
 export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
   implements JobQueue<Payload, Result>
 {
+  readonly persistent = true;
   readonly #prefix: string;
   readonly #client: Redis;
   readonly #eventsClient: Redis;

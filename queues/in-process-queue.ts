@@ -27,6 +27,7 @@ const DEFAULT_RETAIN_COMPLETED = 1000;
 export class InProcessQueue<Payload extends JsonData, Result extends JsonData>
   implements JobQueue<Payload, Result>
 {
+  readonly persistent = false;
   readonly #processor: JobProcessor<Payload, Result>;
   readonly #concurrency: number;
   readonly #retainCompleted: number;

@@ -1,7 +1,8 @@
 /**
  * The queues that carry writes which must not be lost (architecture.md: anchor hosting,
  * settlement receipts). Routes see only this interface: embedded mode runs jobs in-process
- * (`InProcessQueue`), distributed mode will run them on BullMQ workers. So that both behave
+ * (`InProcessQueue`), distributed mode runs them on BullMQ (`BullmqQueue`, consumed by
+ * `receiptd worker`). So that both behave
  * alike, the contract is what BullMQ can honour:
  * - payloads and results are plain JSON data (they cross Redis as JSON text);
  * - a job is named by a business-key id, and submitting an id that is still pending, or
@@ -43,6 +44,13 @@ export type SubmitOutcome<Result extends JsonData> =
 
 export interface JobQueue<Payload extends JsonData, Result extends JsonData> {
   readonly name: string;
+  /**
+   * True when a job outlives this process once `submit` has accepted it (BullMQ: Redis has
+   * acknowledged the add, before any wait); false when it lives in this process's memory
+   * until its processor has made it durable (in-process), so that a caller that must not lose
+   * it journals it first (job-journal.ts).
+   */
+  readonly persistent: boolean;
   /**
    * Enqueues the job unless a job with this id is pending or retained, then waits up to
    * `waitMs` for its result. Rejects with `JobFailedError` when the job failed and with

@@ -8,7 +8,7 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** The folders `receiptd` runs from once built (bench/ and test/ are not needed to serve). */
-export const RUNTIME_SOURCE_DIRS = ["src", "queues", "workers"];
+export const RUNTIME_SOURCE_DIRS = ["src", "queues"];
 
 function mtimeOf(path) {
   return statSync(path, { throwIfNoEntry: false })?.mtimeMs;

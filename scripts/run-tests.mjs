@@ -1,8 +1,29 @@
 #!/usr/bin/env node
-// Node 20's test runner takes no globs, so the suite's file list is gathered here.
+// Runs the suite, or one lane of it, with Node's test runner (Node 20 takes no globs, so the
+// file list is gathered here).
+//
+//   node scripts/run-tests.mjs [--lane unit|service|distributed|all] [files…]
+//
+// A test file's lane follows from what it imports, so no list has to be kept by hand:
+// - distributed: it reaches Redis, PostgreSQL or BullMQ (their test supports);
+// - service: it builds the HTTP app, or starts a process from dist/ (needs `npm run build`);
+// - unit: everything else — no build, no Redis, no PostgreSQL, no child process.
+// Imports are followed through test/ files (supports, contract suites), not into src/.
 import { spawnSync } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, normalize, relative } from "node:path";
+
+const LANES = ["unit", "service", "distributed"];
+
+/** Test supports whose import means a lane. */
+const DISTRIBUTED_SUPPORTS = [
+  "test/redis/support.ts",
+  "test/support/pg.ts",
+  "test/support/bullmq-redis.ts",
+];
+const SERVICE_SUPPORTS = ["test/service/support/service.ts", "src/service/app.ts"];
+/** Source text that starts a process or reads the build. */
+const SERVICE_TEXT = /\bspawn(Sync)?\(|\bexecFile(Sync)?\(|\bfork\(|["'`/]dist\//;
 
 function collect(dir) {
   const files = [];
@@ -14,12 +35,66 @@ function collect(dir) {
   return files;
 }
 
-// Redis and PostgreSQL: the running ones, or started here when they are down.
-const services = spawnSync(process.execPath, ["scripts/ensure-services.mjs"], { stdio: "inherit" });
-if (services.status !== 0) process.exit(services.status ?? 1);
+const IMPORT = /(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g;
 
-const only = process.argv.slice(2);
-const files = only.length > 0 ? only : collect("test");
+function localImports(file) {
+  const text = readFileSync(file, "utf8");
+  const found = [];
+  for (const match of text.matchAll(IMPORT)) {
+    const target = normalize(join(dirname(file), match[1])).replace(/\.js$/, ".ts");
+    found.push(relative(".", target));
+  }
+  return { text, imports: found };
+}
+
+/** The lane of one test file: the most demanding one anything it reaches needs. */
+function laneOf(file) {
+  const seen = new Set();
+  const queue = [relative(".", file)];
+  let lane = "unit";
+  while (queue.length > 0) {
+    const current = queue.pop();
+    if (seen.has(current) || !existsSync(current)) continue;
+    seen.add(current);
+    if (DISTRIBUTED_SUPPORTS.includes(current)) return "distributed";
+    if (SERVICE_SUPPORTS.includes(current)) lane = "service";
+    if (!current.startsWith("test/")) continue;
+    const { text, imports } = localImports(current);
+    if (SERVICE_TEXT.test(text)) lane = "service";
+    queue.push(...imports);
+  }
+  return lane;
+}
+
+const args = process.argv.slice(2);
+let lane = "all";
+const laneAt = args.indexOf("--lane");
+if (laneAt !== -1) {
+  lane = args[laneAt + 1] ?? "";
+  args.splice(laneAt, 2);
+}
+if (lane !== "all" && !LANES.includes(lane)) {
+  console.error(`run-tests: unknown lane '${lane}' (unit, service, distributed or all)`);
+  process.exit(2);
+}
+if (args.includes("--list")) {
+  for (const file of collect("test")) console.log(`${laneOf(file).padEnd(12)} ${file}`);
+  process.exit(0);
+}
+
+const files =
+  args.length > 0
+    ? args
+    : collect("test").filter((file) => lane === "all" || laneOf(file) === lane);
+
+// Redis and PostgreSQL: the running ones, or started here when they are down.
+if (lane === "all" || lane === "distributed") {
+  const services = spawnSync(process.execPath, ["scripts/ensure-services.mjs"], {
+    stdio: "inherit",
+  });
+  if (services.status !== 0) process.exit(services.status ?? 1);
+}
+
 const result = spawnSync(
   process.execPath,
   ["--import", "tsx", "--test", "--test-reporter=spec", ...files],

@@ -1,7 +1,8 @@
 /**
  * Billing of API keys (service.md §9): 5.00 USD per 10,000 successful calls, metered from a
- * month's audit files. Only lines of key principals with a 2xx status count; 429s, other 4xx,
- * 5xx, anonymous and x402 lines are never invoiced (x402 calls were paid as they were made).
+ * month's audit files. Only lines of key principals whose status is charged (`isChargedStatus`,
+ * the rule the daily caps follow too: a 2xx) count; 429s, other 4xx, 5xx, 304s, anonymous and
+ * x402 lines are never invoiced (x402 calls were paid as they were made).
  *
  * Amounts are computed in whole cents with integers only: a key's amount is
  * calls × 500 / 10,000 cents, rounded half up to the cent (so 10 calls, half a cent, cost
@@ -13,6 +14,7 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { AUDIT_FILE_SUFFIX, parseAuditLine } from "./audit.js";
+import { isChargedStatus } from "./caps.js";
 
 export const BILLED_CALLS_UNIT = 10_000;
 export const CENTS_PER_UNIT = 500;
@@ -85,7 +87,7 @@ export async function meterMonth(auditDir: string, month: string): Promise<Month
         counts = { calls: 0, unbilled: 0 };
         usage.set(keyId, counts);
       }
-      if (line.status >= 200 && line.status <= 299) counts.calls += 1;
+      if (isChargedStatus(line.status)) counts.calls += 1;
       else counts.unbilled += 1;
     }
   }

@@ -25,7 +25,25 @@ export interface CapStore {
    * interface offers nothing a single atomic step could not answer.
    */
   consume(bucket: string, limit: number, nowMs?: number): Promise<CapDecision>;
+  /**
+   * Gives back one request that `consume` counted for `bucket` at `nowMs` (the same instant,
+   * so the same UTC day), once the request turned out to be refused (`isChargedStatus`).
+   * Never takes a counter below 0, and does nothing once that day's counter is gone. Counting
+   * first and refunding later is what keeps a cap exact under concurrency: a request holds its
+   * place while it runs, so requests that are all still running can never exceed the cap.
+   */
+  refund(bucket: string, nowMs: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * Whether an answer is charged, to its daily cap and (for keys) to the bill: only a result,
+ * that is a 2xx — a 200 whose verdict is UNTRUSTED is a result like any other, and so is a
+ * `202` for accepted work. Refusals and failures (4xx, 5xx: 400, 401, 402, 413, 429, 503
+ * `overloaded`, a settlement that failed) and `304 Not Modified` (no body) are not.
+ */
+export function isChargedStatus(status: number): boolean {
+  return status >= 200 && status <= 299;
 }
 
 export const DAY_MS = 86_400_000;

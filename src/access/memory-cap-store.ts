@@ -33,6 +33,14 @@ export class MemoryCapStore implements CapStore {
     return decision;
   }
 
+  async refund(bucket: string, nowMs: number): Promise<void> {
+    const counts = this.#days.get(utcDay(nowMs));
+    const count = counts?.get(bucket);
+    if (counts === undefined || count === undefined) return;
+    if (count > 1) counts.set(bucket, count - 1);
+    else counts.delete(bucket);
+  }
+
   /** Buckets counted for the days still held (tests check that old days are dropped). */
   get size(): number {
     let total = 0;

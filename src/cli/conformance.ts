@@ -21,7 +21,7 @@ import {
 } from "../conformance/corpus.js";
 import { conformanceReportProblems } from "../conformance/report.js";
 import { type CallProblem, runConformance, type VerifierCli } from "../conformance/run.js";
-import { answerConformanceRequest } from "../service/conformance-request.js";
+import { answerConformanceRequest } from "../service/endpoints/conformance/answer.js";
 import { sha256Digest } from "../verifier/crypto/digest.js";
 import { generateSigner } from "../verifier/crypto/ed25519.js";
 import { canonicalBytes, canonicalText } from "../verifier/json/canonical.js";

@@ -18,6 +18,7 @@ import {
   type JsonObject,
   type JsonValue,
   member,
+  normalizeInteger,
 } from "../verifier/json/value.js";
 import {
   type CliIo,
@@ -55,17 +56,17 @@ class UsageError extends Error {}
 interface VerifyRequest {
   proofPath: string;
   expected: { digest: string } | { bundlePath: string; target: string };
-  headers: Map<number, string>;
+  headers: Map<number | bigint, string>;
   headerFiles: string[];
   json: boolean;
 }
 
-function parseHeight(text: string): number {
-  const height = /^\d+$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(height)) {
+/** Exact at any size, as attestation heights are, so a header can meet any of them. */
+function parseHeight(text: string): number | bigint {
+  if (!/^\d+$/.test(text)) {
     throw new UsageError(`--height must be a non-negative integer, got ${JSON.stringify(text)}`);
   }
-  return height;
+  return normalizeInteger(BigInt(text));
 }
 
 function parseRequest(argv: string[]): VerifyRequest | "help" {
@@ -106,7 +107,7 @@ function parseRequest(argv: string[]): VerifyRequest | "help" {
   if (heights.length > headerTexts.length) {
     throw new UsageError("more --height than --header options");
   }
-  const headers = new Map<number, string>();
+  const headers = new Map<number | bigint, string>();
   headerTexts.forEach((header, index) => {
     headers.set(heights[index] ?? 0, header);
   });
@@ -123,7 +124,12 @@ function parseRequest(argv: string[]): VerifyRequest | "help" {
  * One header per height: a file that gives a height already given (by --header or another
  * file) different bytes is a mistake to report, not one to settle by order.
  */
-function addHeader(headers: Map<number, string>, height: number, header: string, from: string) {
+function addHeader(
+  headers: Map<number | bigint, string>,
+  height: number | bigint,
+  header: string,
+  from: string,
+) {
   const known = headers.get(height);
   if (known !== undefined && known.toLowerCase() !== header.toLowerCase()) {
     throw new UsageError(`${from} gives height ${height} a second, different header`);
@@ -132,7 +138,7 @@ function addHeader(headers: Map<number, string>, height: number, header: string,
 }
 
 /** Adds the headers of a `--headers` file: `{height: hex}`, or that object under `headers`. */
-async function readHeaderFile(path: string, headers: Map<number, string>): Promise<void> {
+async function readHeaderFile(path: string, headers: Map<number | bigint, string>): Promise<void> {
   const from = `--headers ${path}`;
   let document: JsonValue;
   try {
@@ -146,10 +152,11 @@ async function readHeaderFile(path: string, headers: Map<number, string>): Promi
     throw new UsageError(`${from}: expected an object of hex headers keyed by block height`);
   }
   for (const [key, value] of table) {
-    const height = /^\d+$/.test(key) ? Number(key) : Number.NaN;
-    if (!Number.isSafeInteger(height)) {
+    if (!/^\d+$/.test(key)) {
       throw new UsageError(`${from}: ${JSON.stringify(key)} is not a block height`);
     }
+    // Exact at any size, as --height and attestation heights are.
+    const height = normalizeInteger(BigInt(key));
     if (typeof value !== "string") {
       throw new UsageError(`${from}: the header at height ${key} is not a hex string`);
     }

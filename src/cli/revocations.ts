@@ -14,7 +14,7 @@ import {
   mergeRevocationStatements,
   RevocationStoreError,
   statementsByIssuer,
-} from "../service/revocation-documents.js";
+} from "../service/endpoints/revocations/documents.js";
 import { openDocumentStore } from "../storage/open.js";
 import {
   MAX_REVOCATION_DOCUMENT_BYTES,

@@ -6,8 +6,8 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../service/config.js";
+import { RevocationStoreError } from "../service/endpoints/revocations/documents.js";
 import { KeyRotationError, rotateServiceKey } from "../service/key-rotation.js";
-import { RevocationStoreError } from "../service/revocation-documents.js";
 import { KEY_REFRESH_MS, ServiceKeyError } from "../service/service-key.js";
 import { openDocumentStore } from "../storage/open.js";
 import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";

@@ -5,8 +5,9 @@
  * what the ciphertext bytes are, and keeps the envelope in one canonical form (JCS), with the
  * base64url spelled as its writer spelled it (padded or not).
  *
- * Pure and synchronous: the service runs it on a CPU-pool thread (src/service/crystals-request.ts),
- * the client helper (client.ts) shares its constants and encodings.
+ * Pure and synchronous: the service runs it on a CPU-pool thread
+ * (src/service/endpoints/crystals/worker.ts), the client helper (client.ts) shares its
+ * constants and encodings.
  */
 import { createHash } from "node:crypto";
 import { CanonicalizationError, canonicalBytes } from "../verifier/json/canonical.js";

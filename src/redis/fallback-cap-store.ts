@@ -70,6 +70,24 @@ export class FallbackCapStore implements CapStore {
     }
   }
 
+  /**
+   * Refunds where requests are being counted now. A request counted on one side of an outage's
+   * edge and refunded on the other gives its unit back to the wrong store (one unit, once per
+   * edge): the price of not remembering, per request, where it was counted. A refund the
+   * primary cannot take goes to memory, where the request was counted if the outage began
+   * before it (and where it is a no-op for a bucket memory has not counted).
+   */
+  async refund(bucket: string, nowMs: number): Promise<void> {
+    if (this.#retryAt !== null && this.#monotonicNow() < this.#retryAt) {
+      return this.#fallback.refund(bucket, nowMs);
+    }
+    try {
+      await this.#primary.refund(bucket, nowMs);
+    } catch {
+      await this.#fallback.refund(bucket, nowMs);
+    }
+  }
+
   async close(): Promise<void> {
     await this.#primary.close();
     await this.#fallback.close();

@@ -32,6 +32,16 @@ end
 return count
 `);
 
+// KEYS[1] the counter. A counter that is gone (expired, another day) is left alone, and one
+// at 0 is not taken below it; the expiry set by CONSUME stays as it is.
+const REFUND = new LuaScript(`
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+if count > 0 then
+  redis.call('DECR', KEYS[1])
+end
+return count
+`);
+
 export class RedisCapStore implements CapStore {
   readonly #connection: RedisConnection;
   readonly #now: () => number;
@@ -57,6 +67,10 @@ export class RedisCapStore implements CapStore {
     );
     if (typeof before !== "number") throw new Error("unexpected answer from the cap script");
     return decide(before, limit, nowMs);
+  }
+
+  async refund(bucket: string, nowMs: number): Promise<void> {
+    await REFUND.run(this.#connection.client, [this.key(bucket, nowMs)], []);
   }
 
   async close(): Promise<void> {}

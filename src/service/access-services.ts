@@ -22,8 +22,8 @@ export interface AccessServiceDependencies {
   nonces: NonceLedger;
   identity: ServiceIdentity;
   clock: () => number;
-  /** Told about every settled x402 payment (it feeds the settlements queue). */
-  onSettled: (payment: SettledPayment) => void;
+  /** Told about every settled x402 payment; resolves once its receipt job is durable. */
+  onSettled: (payment: SettledPayment) => Promise<void>;
 }
 
 export function createAccessServices(

@@ -4,7 +4,12 @@
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import type { AnchorsQueue } from "../../queues/anchors.js";
-import { recordSettlement, type SettlementsQueue } from "../../queues/settlements.js";
+import { JobJournal, journalDirectory } from "../../queues/job-journal.js";
+import {
+  SETTLEMENTS_QUEUE,
+  SettlementRecorder,
+  type SettlementsQueue,
+} from "../../queues/settlements.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { loadCorpusSummary } from "../conformance/corpus.js";
 import { loadOrCreateValidatorKey } from "../erc8004/validator-key.js";
@@ -13,6 +18,21 @@ import { createAccessServices } from "./access-services.js";
 import { type Backends, openBackends, openQueues } from "./backends.js";
 import type { ServiceConfig } from "./config.js";
 import { CpuPool } from "./cpu-pool.js";
+import { anchorRoutes } from "./endpoints/anchors/route.js";
+import { verifyAnchorRoutes } from "./endpoints/anchors/verify-anchor-route.js";
+import { conformanceRoutes } from "./endpoints/conformance/route.js";
+import { crystalRoutes } from "./endpoints/crystals/route.js";
+import { erc8004Routes } from "./endpoints/erc8004/route.js";
+import { mcpRoutes } from "./endpoints/mcp/route.js";
+import { healthRoutes } from "./endpoints/meta/health.js";
+import { infoRoutes } from "./endpoints/meta/info.js";
+import { openApiCollector, openApiRoutes } from "./endpoints/meta/openapi.js";
+import { revocationRoutes } from "./endpoints/revocations/route.js";
+import { receiptRoutes } from "./endpoints/settlements/receipts-route.js";
+import { paymentReceiptRoutes } from "./endpoints/settlements/route.js";
+import { verifyRoutes } from "./endpoints/verify/route.js";
+import { verifyReceiptRoutes } from "./endpoints/verify-receipt/route.js";
+import { ConnectionGuard, registerConnectionHooks } from "./http/connections.js";
 import { loadOrCreateInternalToken } from "./internal-token.js";
 import { registerAccessControl } from "./plugins/access.js";
 import { handleFrameworkError, registerErrorHandling } from "./plugins/errors.js";
@@ -20,22 +40,8 @@ import { loggingOptions } from "./plugins/logging.js";
 import { registerRawBodyParser } from "./plugins/raw-body.js";
 import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id.js";
 import { registerSchemaValidation } from "./plugins/schemas.js";
-import { anchorRoutes } from "./routes/anchors.js";
-import { conformanceRoutes } from "./routes/conformance.js";
-import { crystalRoutes } from "./routes/crystals.js";
-import { erc8004Routes } from "./routes/erc8004.js";
-import { healthRoutes } from "./routes/health.js";
-import { infoRoutes } from "./routes/info.js";
-import { mcpRoutes } from "./routes/mcp.js";
-import { openApiCollector, openApiRoutes } from "./routes/openapi.js";
-import { paymentReceiptRoutes } from "./routes/payment-receipts.js";
-import { receiptRoutes } from "./routes/receipts.js";
-import { revocationRoutes } from "./routes/revocations.js";
-import { verifyRoutes } from "./routes/verify.js";
-import { verifyAnchorRoutes } from "./routes/verify-anchor.js";
-import { verifyReceiptRoutes } from "./routes/verify-receipt.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "./service-key.js";
-import type { WorkerContext } from "./worker-context.js";
+import type { WorkerContext } from "./tasks/worker-context.js";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -58,18 +64,23 @@ declare module "fastify" {
     backends: Backends;
     /** Milliseconds since the epoch; injectable so tests can move time (cache expiry). */
     clock: () => number;
+    /** The connection cap and timeouts of the HTTP server (issue 16). */
+    connections: ConnectionGuard;
   }
+}
+
+/** Longer than any request line Node accepts (16 KiB of headers, request line included). */
+const MAX_PATH_PARAMETER_CHARACTERS = 16 * 1024;
+
+export interface BuildOptions {
+  /** The clock behind cache ages and expiry; defaults to `Date.now`. */
+  clock?: () => number;
 }
 
 /**
  * Builds the app without listening. Creates the service key in `config.dataDir` on first
  * use and starts the worker threads; `app.close()` releases both.
  */
-export interface BuildOptions {
-  /** The clock behind cache ages and expiry; defaults to `Date.now`. */
-  clock?: () => number;
-}
-
 export async function buildApp(
   config: ServiceConfig,
   options: BuildOptions = {},
@@ -79,17 +90,26 @@ export async function buildApp(
   const identity = ServiceIdentity.open(config.dataDir);
   const internalToken = await loadOrCreateInternalToken(config.internalTokenFile);
   const validator = await loadOrCreateValidatorKey(config.dataDir);
+  const connections = new ConnectionGuard(config.http);
   const app = Fastify({
     ...loggingOptions(config),
+    serverFactory: connections.serverFactory,
+    clientErrorHandler: connections.clientError,
     bodyLimit: config.limits.maxBodyBytes,
     genReqId: generateRequestId,
     frameworkErrors: handleFrameworkError,
     // While draining, requests already on open connections are still answered normally
     // (with `Connection: close`) rather than with Fastify's own 503 body.
     return503OnClosing: false,
+    // Fastify routes path parameters of at most 100 characters and refuses longer ones with 400
+    // before routing. Issuers are the one free-form parameter (a did:web can be long) and the
+    // reference answers 404 for any of them, so every parameter is routed: Node's 16 KiB
+    // header limit already bounds the request line.
+    maxParamLength: MAX_PATH_PARAMETER_CHARACTERS,
   });
 
   app.decorate("serviceConfig", config);
+  app.decorate("connections", connections);
   app.decorate("serviceIdentity", identity);
   app.decorate("validatorAddress", validator.address);
   app.decorate("clock", clock);
@@ -105,10 +125,12 @@ export async function buildApp(
     dataDir: config.dataDir,
     corpusDir: config.corpusDir,
     maxBatch: config.limits.maxBatch,
+    maxResultBytes: config.limits.maxResultBytes,
   };
   const pool = new CpuPool({
     threads: config.cpuPool.threads,
     maxQueue: config.cpuPool.maxQueue,
+    taskModules: config.cpuPool.taskModules,
     workerData: workerContext,
   });
   app.decorate("cpuPool", pool);
@@ -121,17 +143,34 @@ export async function buildApp(
   const settlementsQueue = queues.settlements;
   app.decorate("anchorsQueue", queues.anchors);
   app.decorate("settlementsQueue", settlementsQueue);
+  // Settlement receipt jobs of the x402 path are durable before a paid answer is released:
+  // in BullMQ, or in a file journal under DATA_DIR, replayed here after a crash.
+  const settlements = new SettlementRecorder({
+    queue: settlementsQueue,
+    journal: new JobJournal(journalDirectory(config.dataDir, SETTLEMENTS_QUEUE)),
+    log: app.log,
+  });
+  try {
+    await settlements.start();
+  } catch (error) {
+    // A journal that cannot be read stops the start: its jobs must not be forgotten.
+    await pool.close();
+    await queues.close();
+    await backends.close();
+    throw error;
+  }
   const access = createAccessServices(config, {
     documentStore,
     caps: backends.caps,
     nonces: backends.nonces,
     identity,
     clock,
-    onSettled: (payment) => void recordSettlement(settlementsQueue, payment, app.log),
+    onSettled: (payment) => settlements.record(payment),
   });
   // onClose runs once in-flight requests have been answered, so no task is cut short.
   app.addHook("onClose", async () => {
     await pool.close();
+    await settlements.close();
     await queues.close();
     await access.close();
     await backends.close();
@@ -139,6 +178,7 @@ export async function buildApp(
 
   registerRequestIdHeader(app);
   registerErrorHandling(app);
+  registerConnectionHooks(app);
   registerRawBodyParser(app);
   registerAccessControl(app, access);
   registerSchemaValidation(app);
@@ -150,7 +190,7 @@ export async function buildApp(
   app.register(infoRoutes, { corpus });
   app.register(revocationRoutes);
   app.register(mcpRoutes);
-  app.register(verifyRoutes, { taskModule: config.cpuPool.verifyTaskModule });
+  app.register(verifyRoutes);
   app.register(verifyAnchorRoutes);
   app.register(anchorRoutes);
   app.register(verifyReceiptRoutes);

@@ -2,12 +2,13 @@
  * The service's configuration (service.md §12–§13): read once from the environment, typed,
  * validated, then passed down explicitly. Nothing below this module reads `process.env`.
  */
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { auditDirFrom } from "../access/audit.js";
 import { PaymentConfigError } from "../payments/errors.js";
 import { type PaymentSettings, paymentSettings } from "../payments/requirements.js";
-import { taskModuleUrl } from "./cpu-pool.js";
+import type { TaskEndpoint } from "./tasks/define-task.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -24,6 +25,11 @@ export interface ServiceLimits {
   maxCrystalCiphertextBytes: number;
   /** Bundles in one `POST /verify` batch. */
   maxBatch: number;
+  /**
+   * Bytes of errors and reasons the verdicts of one request may hold (`POST /verify`, one
+   * `POST /mcp` body): above it the request is refused with `400 result_too_large`.
+   */
+  maxResultBytes: number;
   digestCacheTtlSeconds: number;
   digestCacheMaxEntries: number;
   anonymousDailyCap: number;
@@ -38,8 +44,35 @@ export interface CpuPoolConfig {
   threads: number;
   /** Tasks allowed to wait for a thread; beyond it requests get 503 `overloaded`. */
   maxQueue: number;
-  /** File URL of the `POST /verify` task module (tests substitute an instrumented one). */
-  verifyTaskModule: string;
+  /**
+   * Worker modules that replace an endpoint's own (`endpoints/<name>/worker.ts`): tests
+   * substitute instrumented ones. Empty in every real configuration.
+   */
+  taskModules: Partial<Record<TaskEndpoint, string>>;
+}
+
+/**
+ * How long a connection may make the service wait, and how many it may hold (issue 16). The
+ * receive side is bounded by `headersTimeoutMs` and `requestTimeoutMs`; `idleTimeoutMs` closes
+ * a socket on which nothing moved while the client was the one to act (a body that stalls, an
+ * answer the client does not read); `keepAliveTimeoutMs` bounds an idle keep-alive connection.
+ */
+export interface HttpServerConfig {
+  /** `HEADERS_TIMEOUT_MS`: the request line and headers must arrive within it (≤ the next). */
+  headersTimeoutMs: number;
+  /** `REQUEST_TIMEOUT_MS`: the whole request, body included, must arrive within it. */
+  requestTimeoutMs: number;
+  /** `IDLE_TIMEOUT_MS`: no byte received or sent for this long while waiting on the client. */
+  idleTimeoutMs: number;
+  /** `KEEP_ALIVE_TIMEOUT_MS`: an idle keep-alive connection is closed after it. */
+  keepAliveTimeoutMs: number;
+  /** `MAX_CONNECTIONS`: connections served normally; beyond them new ones get 503. */
+  maxConnections: number;
+  /**
+   * `HEALTH_RESERVE_CONNECTIONS`: connections beyond `maxConnections` admitted for one
+   * `GET /health` each, so a load balancer can still see the instance while it is full.
+   */
+  healthReserveConnections: number;
 }
 
 /** Where log lines go instead of stdout (tests capture them). */
@@ -87,13 +120,21 @@ export interface ServiceConfig {
   databaseUrl: string | null;
   /** `DATABASE_SCHEMA`: the schema holding the store's tables (default `receiptd`). */
   databaseSchema: string;
+  /**
+   * `MCP_ALLOWED_ORIGINS`: browser origins besides `PUBLIC_BASE_URL`'s that may call
+   * `POST /mcp` (normalised `scheme://host[:port]`).
+   */
+  mcpAllowedOrigins: string[];
   limits: ServiceLimits;
   cpuPool: CpuPoolConfig;
+  http: HttpServerConfig;
 }
 
-export interface ConfigOverrides extends Partial<Omit<ServiceConfig, "limits" | "cpuPool">> {
+export interface ConfigOverrides
+  extends Partial<Omit<ServiceConfig, "limits" | "cpuPool" | "http">> {
   limits?: Partial<ServiceLimits>;
   cpuPool?: Partial<CpuPoolConfig>;
+  http?: Partial<HttpServerConfig>;
 }
 
 export class ConfigError extends Error {
@@ -107,6 +148,8 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   maxCrystalBodyBytes: 4 * MIB,
   maxCrystalCiphertextBytes: 2 * MIB,
   maxBatch: 50,
+  // Room for the reference's answer to any single bundle of 10,000 `{}` receipts (3.7 MB).
+  maxResultBytes: 4 * MIB,
   digestCacheTtlSeconds: 900,
   digestCacheMaxEntries: 256,
   anonymousDailyCap: 2000,
@@ -122,6 +165,46 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
  * also bounds the request bodies held in memory while they wait (1 MiB each at most).
  */
 const QUEUED_TASKS_PER_THREAD = 32;
+
+export const DEFAULT_HTTP_TIMEOUTS = {
+  headersTimeoutMs: 20_000,
+  requestTimeoutMs: 60_000,
+  idleTimeoutMs: 30_000,
+  // Above the 60 s idle timeout of common load balancers, which must give up on a
+  // connection before the server does, or a request sent as it closes is lost.
+  keepAliveTimeoutMs: 72_000,
+} as const;
+
+const DEFAULT_MAX_CONNECTIONS = 4096;
+const DEFAULT_HEALTH_RESERVE = 16;
+
+/**
+ * The process's open-file limit (Node raises the soft limit to the hard one at startup), or
+ * null where `/proc` cannot tell it.
+ */
+export function openFileLimit(): number | null {
+  try {
+    const limits = readFileSync("/proc/self/limits", "utf8");
+    const match = /^Max open files\s+(\d+|unlimited)/m.exec(limits);
+    if (match === null || match[1] === undefined) return null;
+    return match[1] === "unlimited" ? null : Number(match[1]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Connections served normally unless `MAX_CONNECTIONS` says otherwise: 4,096, or fewer when
+ * the open-file limit would be reached first. A socket accepted past that limit is reset by
+ * the kernel-level accept loop before anyone can answer it, `/health` included, so the cap
+ * leaves a quarter of the limit (at most 1,024 files) to stores, logs, worker threads and
+ * the refusals themselves.
+ */
+export function defaultMaxConnections(fileLimit: number | null, reserve: number): number {
+  if (fileLimit === null) return DEFAULT_MAX_CONNECTIONS;
+  const headroom = Math.min(1024, Math.floor(fileLimit / 4));
+  return Math.max(1, Math.min(DEFAULT_MAX_CONNECTIONS, fileLimit - headroom - reserve));
+}
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -153,6 +236,13 @@ function limitsFrom(env: Env): ServiceLimits {
     ...DEFAULT_LIMITS,
     maxBodyBytes: integerFrom(env, "MAX_BODY_BYTES", DEFAULT_LIMITS.maxBodyBytes, 1, 64 * MIB),
     maxBatch: integerFrom(env, "MAX_BATCH", DEFAULT_LIMITS.maxBatch, 1, 10_000),
+    maxResultBytes: integerFrom(
+      env,
+      "MAX_RESULT_BYTES",
+      DEFAULT_LIMITS.maxResultBytes,
+      1024,
+      1024 * MIB,
+    ),
     anonymousDailyCap: cap("ANON_DAILY_CAP", DEFAULT_LIMITS.anonymousDailyCap),
     keyDailyCap: cap("KEY_DAILY_CAP", DEFAULT_LIMITS.keyDailyCap),
     x402PayerDailyCap: cap("X402_DAILY_CAP", DEFAULT_LIMITS.x402PayerDailyCap),
@@ -164,8 +254,58 @@ function cpuPoolFrom(env: Env): CpuPoolConfig {
   return {
     threads,
     maxQueue: integerFrom(env, "CPU_MAX_QUEUE", threads * QUEUED_TASKS_PER_THREAD, 0, 1_000_000),
-    verifyTaskModule: taskModuleUrl("verify"),
+    taskModules: {},
   };
+}
+
+function httpServerFrom(env: Env): HttpServerConfig {
+  const ms = (name: string, fallback: number) => integerFrom(env, name, fallback, 1, 3_600_000);
+  const reserve = integerFrom(
+    env,
+    "HEALTH_RESERVE_CONNECTIONS",
+    DEFAULT_HEALTH_RESERVE,
+    0,
+    1_000_000,
+  );
+  return {
+    headersTimeoutMs: ms("HEADERS_TIMEOUT_MS", DEFAULT_HTTP_TIMEOUTS.headersTimeoutMs),
+    requestTimeoutMs: ms("REQUEST_TIMEOUT_MS", DEFAULT_HTTP_TIMEOUTS.requestTimeoutMs),
+    idleTimeoutMs: ms("IDLE_TIMEOUT_MS", DEFAULT_HTTP_TIMEOUTS.idleTimeoutMs),
+    keepAliveTimeoutMs: ms("KEEP_ALIVE_TIMEOUT_MS", DEFAULT_HTTP_TIMEOUTS.keepAliveTimeoutMs),
+    maxConnections: integerFrom(
+      env,
+      "MAX_CONNECTIONS",
+      defaultMaxConnections(openFileLimit(), reserve),
+      1,
+      10_000_000,
+    ),
+    healthReserveConnections: reserve,
+  };
+}
+
+/** `MCP_ALLOWED_ORIGINS`: a comma-separated list of `http(s)://host[:port]` origins. */
+function originsFrom(env: Env, name: string): string[] {
+  const text = env[name];
+  if (!text) return [];
+  return text
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "")
+    .map((entry) => {
+      const url = URL.canParse(entry) ? new URL(entry) : null;
+      const originOnly =
+        url !== null &&
+        (url.protocol === "http:" || url.protocol === "https:") &&
+        url.pathname === "/" &&
+        url.search === "" &&
+        url.hash === "" &&
+        url.username === "" &&
+        url.password === "";
+      if (url === null || !originOnly) {
+        throw new ConfigError(`${name} must list origins like https://example.com, got '${entry}'`);
+      }
+      return url.origin;
+    });
 }
 
 function urlFrom(env: Env, name: string): string | null {
@@ -212,11 +352,12 @@ function paymentsFrom(env: Env, limits: ServiceLimits, origin: string): Payments
 
 /**
  * Builds the configuration from `env` (service.md §13 plus `MAX_BODY_BYTES`, `MAX_BATCH`,
- * `CPU_THREADS`, `CPU_MAX_QUEUE`), then applies `overrides`. Throws `ConfigError` for a value
+ * `MAX_RESULT_BYTES`, `CPU_THREADS`, `CPU_MAX_QUEUE`, the connection limits of `HttpServerConfig` and
+ * `MCP_ALLOWED_ORIGINS`), then applies `overrides`. Throws `ConfigError` for a value
  * that is present but unusable, rather than silently falling back to a default.
  */
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): ServiceConfig {
-  const { limits, cpuPool, ...rest } = overrides;
+  const { limits, cpuPool, http, ...rest } = overrides;
   const corpusDir = env.CORPUS_DIR;
   const mergedLimits = { ...limitsFrom(env), ...limits };
   const dataDir = overrides.dataDir ?? resolve(env.DATA_DIR || "./data");
@@ -236,8 +377,10 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     redisPrefix: env.REDIS_PREFIX || "receiptd",
     databaseUrl: urlFrom(env, "DATABASE_URL"),
     databaseSchema: env.DATABASE_SCHEMA || "receiptd",
+    mcpAllowedOrigins: originsFrom(env, "MCP_ALLOWED_ORIGINS"),
     ...rest,
     limits: mergedLimits,
     cpuPool: { ...cpuPoolFrom(env), ...cpuPool },
+    http: { ...httpServerFrom(env), ...http },
   };
 }

@@ -5,18 +5,12 @@
  * which the service answers with 503 instead of queueing without bound.
  */
 import { Piscina } from "piscina";
-
-/**
- * Task modules are loaded by worker threads, which only run JavaScript. Under tsx (tests,
- * development) this file is TypeScript and so are the task modules; in dist both are `.js`.
- */
-const RUNNING_FROM_SOURCE = import.meta.url.endsWith(".ts");
-
-/** File URL of `workers/<name>` next to the running code, in the running code's language. */
-export function taskModuleUrl(name: string): string {
-  const extension = RUNNING_FROM_SOURCE ? "ts" : "js";
-  return new URL(`../../workers/${name}.${extension}`, import.meta.url).href;
-}
+import {
+  RUNNING_FROM_SOURCE,
+  type TaskDefinition,
+  type TaskEndpoint,
+  workerModuleUrl,
+} from "./tasks/define-task.js";
 
 /**
  * V8 lets each isolate's young generation grow to tens of MB. With a thread per core that
@@ -40,14 +34,21 @@ const SATURATION_MESSAGES = new Set([
 export interface CpuPoolOptions {
   threads: number;
   maxQueue: number;
+  /**
+   * Another worker module for an endpoint (tests: tasks that block or fail on purpose); it
+   * must export the same tasks with the same types.
+   */
+  taskModules?: Partial<Record<TaskEndpoint, string>>;
   /** Structured-cloned once into every worker (`workerData`): per-service context. */
   workerData: unknown;
 }
 
 export class CpuPool {
   readonly #pool: Piscina;
+  readonly #modules: Partial<Record<TaskEndpoint, string>>;
 
   constructor(options: CpuPoolOptions) {
+    this.#modules = options.taskModules ?? {};
     this.#pool = new Piscina({
       minThreads: options.threads,
       maxThreads: options.threads,
@@ -59,19 +60,21 @@ export class CpuPool {
   }
 
   /**
-   * Runs the default export of `taskModule` with `task`. Everything in `transfer` is moved to
-   * the worker, not copied: the caller's buffers are detached afterwards.
+   * Runs `task` on a worker thread with `input`. Everything in `transfer` is moved to the
+   * worker, not copied: the caller's buffers are detached afterwards.
    */
-  async run<Result>(
-    taskModule: string,
-    task: unknown,
+  async run<Input, Output>(
+    task: TaskDefinition<Input, Output>,
+    input: Input,
     transfer: ArrayBuffer[] = [],
-  ): Promise<Result> {
+  ): Promise<Output> {
     try {
-      return (await this.#pool.run(task, {
-        filename: taskModule,
+      // Piscina returns what the task module returned; implementTask typed that as Output.
+      return (await this.#pool.run(input, {
+        filename: this.#modules[task.endpoint] ?? workerModuleUrl(task.endpoint),
+        name: task.kind,
         transferList: transfer,
-      })) as Result;
+      })) as Output;
     } catch (error) {
       if (error instanceof Error && SATURATION_MESSAGES.has(error.message)) {
         throw new CpuPoolOverloadedError("the CPU pool's queue is full");

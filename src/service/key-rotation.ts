@@ -30,7 +30,10 @@ import {
 } from "../verifier/revocations/document.js";
 import { verifyStatements } from "../verifier/revocations/statements.js";
 import { formatUtcSeconds, timestampMillis } from "../verifier/timestamps.js";
-import { mergeRevocationStatements, revocationDocumentProblems } from "./revocation-documents.js";
+import {
+  mergeRevocationStatements,
+  revocationDocumentProblems,
+} from "./endpoints/revocations/documents.js";
 import {
   generateServiceKeyPem,
   KEY_REFRESH_MS,

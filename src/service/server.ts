@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "./app.js";
-import type { ServiceConfig } from "./config.js";
+import { openFileLimit, type ServiceConfig } from "./config.js";
 
 const SHUTDOWN_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 
@@ -44,5 +44,24 @@ export async function startServer(config: ServiceConfig): Promise<FastifyInstanc
     throw error;
   }
   for (const name of SHUTDOWN_SIGNALS) process.on(name, shutDown);
+  warnAboutFileLimit(app, config);
   return app;
+}
+
+/** Files beyond the connections: stores, logs, worker threads, refusals being answered. */
+const OTHER_FILES = 256;
+
+/**
+ * A connection accepted past the open-file limit is reset before anyone can answer it,
+ * `/health` included, so a cap above the limit does not hold. Said once, at startup.
+ */
+function warnAboutFileLimit(app: FastifyInstance, config: ServiceConfig): void {
+  const fileLimit = openFileLimit();
+  const { maxConnections, healthReserveConnections } = config.http;
+  if (fileLimit !== null && maxConnections + healthReserveConnections + OTHER_FILES > fileLimit) {
+    app.log.warn(
+      { maxConnections, healthReserveConnections, fileLimit },
+      "MAX_CONNECTIONS + HEALTH_RESERVE_CONNECTIONS leave too few of the open-file limit: raise the limit (ulimit -n, LimitNOFILE) or lower the cap",
+    );
+  }
 }

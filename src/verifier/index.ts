@@ -1,6 +1,7 @@
 /** receiptd's verifier: a pure library (no I/O) for Continuity Receipt 0.1–0.6. */
 
 export { type AnchorResult, verifyProof } from "./anchor/index.js";
+export { ResultBudget, ResultBudgetExceeded } from "./bundle/budget.js";
 export { SUPPORTED_SPECS } from "./bundle/record-types.js";
 export {
   type BundleErrorCode,

@@ -120,6 +120,62 @@ export function capStoreContract(name: string, open: () => Promise<CapStoreFixtu
       );
     });
 
+    test("a refund gives one request back, for its own day, never below 0", async () => {
+      const now = at("2026-11-21T11:00:00Z");
+      assert.equal((await store.consume("key:refund", 2, now)).remaining, 1);
+      assert.equal((await store.consume("key:refund", 2, now)).remaining, 0);
+      await store.refund("key:refund", now);
+      assert.deepEqual(await store.consume("key:refund", 2, now), {
+        allowed: true,
+        limit: 2,
+        remaining: 0,
+        resetSeconds: 46_800,
+      });
+      assert.equal((await store.consume("key:refund", 2, now)).allowed, false);
+      // Three refunds for two counted requests: the third finds 0 and leaves it there.
+      for (let i = 0; i < 3; i += 1) await store.refund("key:refund", now);
+      assert.equal((await store.consume("key:refund", 2, now)).remaining, 1);
+      // A refund of another bucket or another day touches nothing here.
+      await store.refund("key:refund-other", now);
+      await store.refund("key:refund", at("2026-11-20T11:00:00Z"));
+      assert.equal((await store.consume("key:refund", 2, now)).remaining, 0);
+      // Nor does a refund of a day never counted make room on it later.
+      await store.refund("key:refund-fresh", now);
+      assert.equal((await store.consume("key:refund-fresh", 1, now)).remaining, 0);
+      assert.equal((await store.consume("key:refund-fresh", 1, now)).allowed, false);
+    });
+
+    test("concurrent requests that are refunded never let the cap be exceeded", async () => {
+      // 60 requests race for a cap of 10; every second one admitted is then refused (refunded)
+      // while the others are still running. At no point may more than 10 hold a place, and
+      // in the end exactly the kept ones are counted.
+      const now = at("2026-11-21T13:00:00Z");
+      let held = 0;
+      let mostHeld = 0;
+      let kept = 0;
+      let admitted = 0;
+      await Promise.all(
+        Array.from({ length: 60 }, async () => {
+          const decision = await store.consume("key:reserve", 10, now);
+          if (!decision.allowed) return;
+          held += 1;
+          mostHeld = Math.max(mostHeld, held);
+          admitted += 1;
+          if (admitted % 2 === 0) {
+            held -= 1;
+            await store.refund("key:reserve", now);
+          } else {
+            kept += 1;
+          }
+        }),
+      );
+      assert.ok(mostHeld <= 10, `at most 10 held at once, saw ${mostHeld}`);
+      assert.ok(kept >= 5 && kept <= 10, `kept ${kept}`);
+      let more = 0;
+      while ((await store.consume("key:reserve", 10, now)).allowed) more += 1;
+      assert.equal(kept + more, 10);
+    });
+
     test("an unusable cap is refused", async () => {
       for (const limit of [-1, 1.5, Number.NaN]) {
         await assert.rejects(

@@ -17,7 +17,7 @@ import {
   readLineageSummaries,
   storeCrystal,
 } from "../../src/crystals/store.js";
-import { prepareCrystalPost } from "../../src/service/crystals-request.js";
+import { prepareCrystalPost } from "../../src/service/endpoints/crystals/answer.js";
 import type { DocumentStore } from "../../src/storage/document-store.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
 import { PgDocumentStore } from "../../src/storage/pg-document-store.js";

@@ -60,7 +60,7 @@ describe("the npm package", () => {
     const runtime = readdirSync(join(repository, "dist")).filter(
       (name) => name !== "test" && name !== "bench",
     );
-    assert.deepEqual(runtime.sort(), ["queues", "src", "workers"]);
+    assert.deepEqual(runtime.sort(), ["queues", "src"]);
     for (const folder of runtime) {
       assert.ok(
         paths.some((path) => path.startsWith(`dist/${folder}/`)),

@@ -19,7 +19,7 @@ import { ANCHORS_QUEUE } from "../../queues/anchors.js";
 import { BullMqQueue } from "../../queues/bullmq-queue.js";
 import type { JsonData } from "../../queues/job-queue.js";
 import { SETTLEMENTS_QUEUE, settlementJobId } from "../../queues/settlements.js";
-import { prepareAnchorPost } from "../../src/service/anchor-request.js";
+import { prepareAnchorPost } from "../../src/service/endpoints/anchors/answer.js";
 import { loadOrCreateServiceKey } from "../../src/service/service-key.js";
 import type { CollectionName } from "../../src/storage/document-store.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";

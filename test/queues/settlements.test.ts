@@ -4,16 +4,20 @@
  */
 import assert from "node:assert/strict";
 import { createHash, createPublicKey, verify } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import { BullMqQueue } from "../../queues/bullmq-queue.js";
 import { InProcessQueue } from "../../queues/in-process-queue.js";
-import { JobFailedError, QueueClosedError } from "../../queues/job-queue.js";
+import { JobJournal } from "../../queues/job-journal.js";
+import { JobFailedError, QueueUnavailableError } from "../../queues/job-queue.js";
 import {
-  recordSettlement,
   SETTLEMENTS_QUEUE,
   SETTLEMENTS_QUEUE_OPTIONS,
+  SettlementRecorder,
   type SettlementStored,
   type SettlementsQueue,
   settlementJobId,
@@ -24,10 +28,11 @@ import {
   type SettlementReceipt,
   userAgentFamily,
   userAgentHash,
-} from "../../src/service/settlement-receipt.js";
+} from "../../src/payments/settlement-receipt.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
 import { didKeyToPublicKey } from "../../src/verifier/crypto/did-key.js";
 import { type Ed25519Signer, signerFromSeed } from "../../src/verifier/crypto/ed25519.js";
+import { removePrefix, TEST_REDIS_URL, testPrefix } from "../support/bullmq-redis.js";
 
 const ISSUED_AT = "2025-03-04T05:06:07Z";
 const FIXED_CLOCK = () => Date.parse(ISSUED_AT) + 900;
@@ -309,9 +314,9 @@ describe("settlements processor", () => {
   });
 });
 
-describe("recordSettlement (the x402 path)", () => {
+describe("SettlementRecorder (the x402 path)", () => {
   let fixture: Awaited<ReturnType<typeof temporaryStore>>;
-  let queue: SettlementsQueue;
+  let journalDir: string;
   const logged: { details: object; message: string }[] = [];
   const log = { error: (details: object, message: string) => logged.push({ details, message }) };
   const paid = (n: number, ua: string | null) => ({
@@ -323,44 +328,209 @@ describe("recordSettlement (the x402 path)", () => {
     path: "/anchors/:digest",
     ua,
   });
+  /** An in-process settlements queue whose jobs wait for `release` before they run. */
+  const gatedQueue = () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const processor = settlementsProcessor(fixture.store, () => SIGNER, FIXED_CLOCK);
+    const queue: SettlementsQueue = new InProcessQueue(
+      SETTLEMENTS_QUEUE,
+      async (payload, jobId) => {
+        await released;
+        return processor(payload, jobId);
+      },
+      SETTLEMENTS_QUEUE_OPTIONS,
+    );
+    return { queue, release };
+  };
+  const journal = () => new JobJournal<Settlement>(journalDir);
+  const stored = async (n: number) => {
+    const bytes = await fixture.store.get("settlements", txHash(n));
+    return bytes === null ? null : (JSON.parse(Buffer.from(bytes).toString("utf8")) as object);
+  };
+  /** Bounded wait for the recorder to hand every journaled job over. */
+  const drained = async (recorder: SettlementRecorder) => {
+    for (let attempt = 0; attempt < 1000 && recorder.waiting > 0; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    assert.equal(recorder.waiting, 0);
+  };
+
   before(async () => {
     fixture = await temporaryStore();
-    queue = settlementsQueue(fixture.store);
+    journalDir = await mkdtemp(join(tmpdir(), "receiptd-journal-"));
   });
   after(async () => {
-    await queue.close();
     await fixture.dispose();
+    await rm(journalDir, { recursive: true, force: true });
   });
 
-  test("returns at once; the job stores the receipt in the background", async () => {
-    const { done } = recordSettlement(queue, paid(20, "node"), log);
-    const stored = await done;
-    assert.ok(stored);
-    assert.equal(stored.receipt.ua_family, "node");
-    assert.equal(stored.receipt.path, "/anchors/:digest");
-    assert.ok(verifiesOffline(stored.receipt, stored.digest));
-    assert.notEqual(await fixture.store.get("settlements", txHash(20)), null);
+  test("record resolves once the job is journaled; the entry goes once the receipt is stored", async () => {
+    const { queue, release } = gatedQueue();
+    const recorder = new SettlementRecorder({ queue, journal: journal(), log });
+    await recorder.start();
+    await recorder.record(paid(20, "node"));
+    // Answered while the job cannot have run: only the journal holds it, whole.
+    assert.equal(await stored(20), null);
+    const { entries } = await journal().read();
+    assert.deepEqual(entries, [{ jobId: settlementJobId(txHash(20)), payload: paid(20, "node") }]);
+    release();
+    await drained(recorder);
+    assert.deepEqual((await journal().read()).entries, []);
+    const document = (await stored(20)) as { receipt: SettlementReceipt; receipt_digest: string };
+    assert.equal(document.receipt.ua_family, "node");
+    assert.equal(document.receipt.path, "/anchors/:digest");
+    assert.ok(verifiesOffline(document.receipt, document.receipt_digest));
+    await recorder.close();
+    await queue.close();
     assert.deepEqual(logged, []);
   });
 
   test("a request without a User-Agent is family `none`, without a hash", async () => {
-    const stored = await recordSettlement(queue, paid(21, null), log).done;
-    assert.equal(stored?.receipt.ua_family, "none");
-    assert.equal(stored?.receipt.uah, undefined);
+    const { queue, release } = gatedQueue();
+    release();
+    const recorder = new SettlementRecorder({ queue, journal: journal(), log });
+    await recorder.start();
+    await recorder.record(paid(21, null));
+    await drained(recorder);
+    const document = (await stored(21)) as { receipt: SettlementReceipt };
+    assert.equal(document.receipt.ua_family, "none");
+    assert.equal(document.receipt.uah, undefined);
+    await recorder.close();
+    await queue.close();
   });
 
-  test("a malformed settlement or a closed queue is logged, never thrown", async () => {
-    const malformed = recordSettlement(queue, { ...paid(22, null), amount: "-1" }, log);
-    assert.equal(await malformed.done, null);
+  test("start replays what a crash left, and never signs a stored receipt again", async () => {
+    // A job journaled by a process that died before running it, and one that died after
+    // storing the receipt but before forgetting the entry.
+    const first = settlementsQueue(fixture.store, () => OTHER_SIGNER);
+    const already = await submit(first, settlement(24));
+    await first.close();
+    await journal().write(settlementJobId(txHash(24)), settlement(24));
+    await journal().write(settlementJobId(txHash(25)), settlement(25, { ua: "curl/8.5.0" }));
+
+    const queue = settlementsQueue(fixture.store);
+    const recorder = new SettlementRecorder({ queue, journal: journal(), log });
+    await recorder.start();
+    await drained(recorder);
+    assert.deepEqual((await journal().read()).entries, []);
+    const kept = (await stored(24)) as { receipt_digest: string; receipt: SettlementReceipt };
+    assert.equal(kept.receipt_digest, already.digest);
+    assert.equal(kept.receipt.issuer, OTHER_SIGNER.did);
+    const replayed = (await stored(25)) as { receipt: SettlementReceipt };
+    assert.equal(replayed.receipt.issuer, SIGNER.did);
+    assert.equal(replayed.receipt.ua_family, "curl");
+    await recorder.close();
+    await queue.close();
+  });
+
+  test("a persistent queue is used alone; when it fails, the job is journaled and retried", async () => {
+    const received: string[] = [];
+    let failures = 2;
+    const queue: SettlementsQueue = {
+      name: SETTLEMENTS_QUEUE,
+      persistent: true,
+      async submit(jobId) {
+        if (failures > 0) {
+          failures -= 1;
+          throw new QueueUnavailableError("queue settlements: Redis is not reachable");
+        }
+        received.push(jobId);
+        return { state: "pending", jobId };
+      },
+      async close() {},
+    };
+    const recorder = new SettlementRecorder({ queue, journal: journal(), log, retryMs: 10 });
+    await recorder.start();
+    await recorder.record(paid(26, "node"));
+    await recorder.record(paid(27, "node"));
+    // The first add failed, and so did the first hand-over from the journal; the second add
+    // went straight to the queue.
+    assert.deepEqual(received, [settlementJobId(txHash(27))]);
+    await drained(recorder);
+    assert.deepEqual(
+      received.sort(),
+      [settlementJobId(txHash(26)), settlementJobId(txHash(27))].sort(),
+    );
+    assert.deepEqual((await journal().read()).entries, []);
+    // Logged once each: the fall-back to the journal, and the first failed hand-over.
+    assert.deepEqual(
+      logged.map((entry) => entry.message),
+      [
+        "settlements queue unavailable; the receipt job is journaled",
+        "settlement receipt job not stored yet; it stays journaled and is retried",
+      ],
+    );
+    await recorder.close();
+    logged.length = 0;
+  });
+
+  test("a malformed settlement or an unwritable journal is logged, never thrown", async () => {
+    const queue = settlementsQueue(fixture.store);
+    // A journal whose directory is a file: nothing can be written under it.
+    const blocked = join(journalDir, "blocked");
+    await writeFile(blocked, "not a directory");
+    const recorder = new SettlementRecorder({
+      queue,
+      journal: new JobJournal(join(blocked, "settlements")),
+      log,
+    });
+    await recorder.record({ ...paid(22, null), amount: "-1" });
     assert.equal(logged.length, 1);
     assert.equal(logged[0]?.message, "settlement receipt not recorded");
-    const closed = settlementsQueue(fixture.store);
-    await closed.close();
-    assert.equal(await recordSettlement(closed, paid(23, null), log).done, null);
+    await recorder.record(paid(23, "curl/8.5.0 private"));
     assert.equal(logged.length, 2);
     const [, second] = logged;
-    assert.ok(second && (second.details as { err: unknown }).err instanceof QueueClosedError);
-    assert.equal(await fixture.store.get("settlements", txHash(22)), null);
-    assert.equal(await fixture.store.get("settlements", txHash(23)), null);
+    assert.equal(second?.message, "settlement receipt job could not be made durable");
+    // What is logged lets an operator submit it again, and carries nothing the client sent.
+    const details = second?.details as { settlement: Record<string, unknown> };
+    assert.equal(details.settlement.tx, txHash(23));
+    assert.ok(!JSON.stringify(details).includes("private"));
+    assert.equal(await stored(22), null);
+    assert.equal(await stored(23), null);
+    await assert.rejects(recorder.start());
+    await queue.close();
+    logged.length = 0;
+  });
+});
+
+describe("SettlementRecorder over BullMQ", () => {
+  test("record resolves once Redis holds the job; the journal is not written", async () => {
+    const prefix = testPrefix();
+    const journalDir = await mkdtemp(join(tmpdir(), "receiptd-journal-"));
+    // No worker consumes the queue: whatever Redis holds when `record` resolves was added
+    // before it did.
+    const queue = new BullMqQueue<Settlement, SettlementStored>(SETTLEMENTS_QUEUE, {
+      redisUrl: TEST_REDIS_URL,
+      prefix,
+      ...SETTLEMENTS_QUEUE_OPTIONS,
+    });
+    const connection = new Redis(TEST_REDIS_URL);
+    const inspector = new Queue(SETTLEMENTS_QUEUE, { connection, prefix });
+    const logged: string[] = [];
+    const recorder = new SettlementRecorder({
+      queue,
+      journal: new JobJournal(journalDir),
+      log: { error: (_details, message) => logged.push(message) },
+    });
+    try {
+      await recorder.start();
+      const { rpc: _rpc, tool: _tool, ...paid } = { ...settlement(30), ua: "node" };
+      await recorder.record(paid);
+      const job = await inspector.getJob(settlementJobId(txHash(30)));
+      assert.deepEqual(job?.data, paid);
+      assert.equal(recorder.waiting, 0);
+      assert.deepEqual(await readdir(journalDir), []);
+      assert.deepEqual(logged, []);
+    } finally {
+      await recorder.close();
+      await queue.close();
+      await inspector.close();
+      connection.disconnect();
+      await removePrefix(prefix);
+      await rm(journalDir, { recursive: true, force: true });
+    }
   });
 });

@@ -22,6 +22,11 @@ class StubPrimary implements CapStore {
     return this.#counts.consume(bucket, limit, nowMs);
   }
 
+  async refund(bucket: string, nowMs: number): Promise<void> {
+    if (this.down) throw new Error("ECONNREFUSED");
+    return this.#counts.refund(bucket, nowMs);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
   }

@@ -43,12 +43,12 @@ const SOURCES = {
   "src/cli/main.ts": 1_000,
   "src/types.d.ts": 1_000,
   "queues/jobs.ts": 1_000,
-  "workers/task.ts": 1_000,
+  "queues/task.ts": 1_000,
 };
 const OUTPUTS = {
   "dist/src/cli/main.js": 2_000,
   "dist/queues/jobs.js": 2_000,
-  "dist/workers/task.js": 2_000,
+  "dist/queues/task.js": 2_000,
 };
 
 describe("staleReason", () => {
@@ -69,8 +69,8 @@ describe("staleReason", () => {
   });
 
   test("a source changed after the build is named", () => {
-    const root = project({ ...SOURCES, ...OUTPUTS, "workers/task.ts": 3_000 });
-    assert.equal(staleReason(root), "workers/task.ts is newer than dist/workers/task.js");
+    const root = project({ ...SOURCES, ...OUTPUTS, "queues/task.ts": 3_000 });
+    assert.equal(staleReason(root), "queues/task.ts is newer than dist/queues/task.js");
   });
 
   test("a changed tsconfig.json makes every output stale", () => {

@@ -92,7 +92,7 @@ describe("an unexpected fault", () => {
   let service: TestService;
   before(async () => {
     service = await startTestService({
-      cpuPool: { verifyTaskModule: fixtureTaskModule("failing-verify-worker") },
+      cpuPool: { taskModules: { verify: fixtureTaskModule("failing-verify-worker") } },
     });
   });
   after(() => service.close());

@@ -3,7 +3,14 @@ import assert from "node:assert/strict";
 import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { describe, test } from "node:test";
-import { ConfigError, DEFAULT_LIMITS, loadConfig } from "../../src/service/config.js";
+import {
+  ConfigError,
+  DEFAULT_HTTP_TIMEOUTS,
+  DEFAULT_LIMITS,
+  defaultMaxConnections,
+  loadConfig,
+  openFileLimit,
+} from "../../src/service/config.js";
 
 describe("loadConfig", () => {
   test("defaults", () => {
@@ -16,9 +23,28 @@ describe("loadConfig", () => {
     assert.deepEqual(config.limits, DEFAULT_LIMITS);
     assert.equal(config.limits.maxBodyBytes, 1_048_576);
     assert.equal(config.limits.maxBatch, 50);
+    assert.equal(config.limits.maxResultBytes, 4 * 1_048_576);
     assert.equal(config.cpuPool.threads, availableParallelism());
     assert.equal(config.cpuPool.maxQueue, availableParallelism() * 32);
-    assert.match(config.cpuPool.verifyTaskModule, /\/workers\/verify\.ts$/);
+    assert.deepEqual(config.cpuPool.taskModules, {});
+    assert.deepEqual(config.http, {
+      headersTimeoutMs: 20_000,
+      requestTimeoutMs: 60_000,
+      idleTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 72_000,
+      maxConnections: defaultMaxConnections(openFileLimit(), 16),
+      healthReserveConnections: 16,
+    });
+    assert.deepEqual(config.mcpAllowedOrigins, []);
+  });
+
+  test("the connection cap stays below the open-file limit", () => {
+    assert.equal(defaultMaxConnections(null, 16), 4096);
+    assert.equal(defaultMaxConnections(1_048_576, 16), 4096);
+    // The issue's machine: 4,096 files leave 1,024 to everything else and 16 to the reserve.
+    assert.equal(defaultMaxConnections(4096, 16), 3056);
+    assert.equal(defaultMaxConnections(1024, 16), 752);
+    assert.equal(defaultMaxConnections(8, 16), 1);
   });
 
   test("environment variables", () => {
@@ -30,6 +56,7 @@ describe("loadConfig", () => {
       CORPUS_DIR: "corpus-copy",
       MAX_BODY_BYTES: "2048",
       MAX_BATCH: "10",
+      MAX_RESULT_BYTES: "65536",
       ANON_DAILY_CAP: "5",
       KEY_DAILY_CAP: "6",
       X402_DAILY_CAP: "7",
@@ -43,12 +70,42 @@ describe("loadConfig", () => {
     assert.equal(config.corpusDir, resolve("corpus-copy"));
     assert.equal(config.limits.maxBodyBytes, 2048);
     assert.equal(config.limits.maxBatch, 10);
+    assert.equal(config.limits.maxResultBytes, 65_536);
     assert.equal(config.limits.anonymousDailyCap, 5);
     assert.equal(config.limits.keyDailyCap, 6);
     assert.equal(config.limits.x402PayerDailyCap, 7);
     assert.deepEqual(
       { threads: config.cpuPool.threads, maxQueue: config.cpuPool.maxQueue },
       { threads: 3, maxQueue: 0 },
+    );
+  });
+
+  test("connection limits and MCP origins from the environment", () => {
+    const config = loadConfig({
+      HEADERS_TIMEOUT_MS: "5000",
+      REQUEST_TIMEOUT_MS: "30000",
+      IDLE_TIMEOUT_MS: "10000",
+      KEEP_ALIVE_TIMEOUT_MS: "65000",
+      MAX_CONNECTIONS: "20000",
+      HEALTH_RESERVE_CONNECTIONS: "0",
+      MCP_ALLOWED_ORIGINS: "https://app.example, http://localhost:5173/ ,HTTPS://Other.Example:443",
+    });
+    assert.deepEqual(config.http, {
+      headersTimeoutMs: 5000,
+      requestTimeoutMs: 30_000,
+      idleTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 65_000,
+      maxConnections: 20_000,
+      healthReserveConnections: 0,
+    });
+    assert.deepEqual(config.mcpAllowedOrigins, [
+      "https://app.example",
+      "http://localhost:5173",
+      "https://other.example",
+    ]);
+    assert.equal(
+      DEFAULT_HTTP_TIMEOUTS.headersTimeoutMs <= DEFAULT_HTTP_TIMEOUTS.requestTimeoutMs,
+      true,
     );
   });
 
@@ -68,8 +125,16 @@ describe("loadConfig", () => {
     ["PORT", "70000"],
     ["PORT", "-1"],
     ["MAX_BATCH", "0"],
+    ["MAX_RESULT_BYTES", "1023"],
+    ["MAX_RESULT_BYTES", "4MiB"],
     ["CPU_THREADS", "0"],
     ["LOG_LEVEL", "verbose"],
+    ["IDLE_TIMEOUT_MS", "0"],
+    ["REQUEST_TIMEOUT_MS", "1s"],
+    ["MAX_CONNECTIONS", "0"],
+    ["MCP_ALLOWED_ORIGINS", "app.example"],
+    ["MCP_ALLOWED_ORIGINS", "https://app.example/path"],
+    ["MCP_ALLOWED_ORIGINS", "ftp://app.example"],
   ] as const) {
     test(`${name}=${value} is refused`, () => {
       assert.throws(() => loadConfig({ [name]: value }), ConfigError);

@@ -7,15 +7,15 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import {
+  RevocationStoreError,
+  readRevocationDocument,
+} from "../../src/service/endpoints/revocations/documents.js";
+import {
   KeyRotationError,
   RETIRED_KEYS_DIR,
   ROTATION_REASON,
   rotateServiceKey,
 } from "../../src/service/key-rotation.js";
-import {
-  RevocationStoreError,
-  readRevocationDocument,
-} from "../../src/service/revocation-documents.js";
 import {
   generateServiceKeyPem,
   KEY_REFRESH_MS,

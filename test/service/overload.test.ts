@@ -26,7 +26,7 @@ describe("a full CPU pool queue", () => {
       cpuPool: {
         threads: 1,
         maxQueue: 1,
-        verifyTaskModule: fixtureTaskModule("gated-verify-worker"),
+        taskModules: { verify: fixtureTaskModule("gated-verify-worker") },
       },
     });
   });

@@ -39,7 +39,7 @@ describe("graceful shutdown", () => {
         port: 0,
         logLevel: "info",
         logDestination: { write: (line) => logLines.push(line) },
-        cpuPool: { verifyTaskModule: fixtureTaskModule("gated-verify-worker") },
+        cpuPool: { taskModules: { verify: fixtureTaskModule("gated-verify-worker") } },
       }),
     );
     const { port } = app.server.address() as AddressInfo;

@@ -7,13 +7,20 @@
  * no body buffering: an API key (`Authorization: Bearer` / `X-SVC-Key`), a pass token (on
  * `leased` routes), or an x402 payment. Each request is then charged to one daily bucket —
  * its key, its payer, or the shared anonymous one — and every response that passed carries
- * the bucket's `X-RateLimit-*` headers. Paid responses are held in `onSend` until the
- * facilitator has settled them. `onResponse` writes the content-free audit line.
+ * the bucket's `X-RateLimit-*` headers. The request holds its place in the bucket while it
+ * runs, and gets it back in `onSend` when its answer is a refusal (`isChargedStatus`). Paid
+ * responses are held in `onSend` until the facilitator has settled them (and the receipt job
+ * is durable). `onResponse` writes the content-free audit line.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { dailyCapOf, type KeyStore, presentedKey } from "../../access/api-keys.js";
 import type { AuditLog } from "../../access/audit.js";
-import { type CapStore, capReachedResponse, rateLimitHeaders } from "../../access/caps.js";
+import {
+  type CapStore,
+  capReachedResponse,
+  isChargedStatus,
+  rateLimitHeaders,
+} from "../../access/caps.js";
 import { ANONYMOUS, keyPrincipal, type Principal, x402Principal } from "../../access/principal.js";
 import {
   PassTokenError,
@@ -21,6 +28,7 @@ import {
   verifyPassToken,
 } from "../../payments/pass-token.js";
 import type { ServiceLimits } from "../config.js";
+import { headerCount } from "../http/connections.js";
 import { jsonRefusal, type PendingPayment, type Refusal, type Sale, X402Gate } from "./x402.js";
 
 /**
@@ -52,6 +60,8 @@ declare module "fastify" {
     principal: Principal;
     /** Null until `onRequest` has run (Fastify forbids shared object defaults on requests). */
     credential: Credential | null;
+    /** The place this request holds in a daily cap until its answer is known, else null. */
+    capCharge: { bucket: Principal; nowMs: number } | null;
   }
 }
 
@@ -102,6 +112,18 @@ function invalidKey(): Refusal {
   );
 }
 
+/**
+ * Node keeps only the first of several `Authorization` headers, so a second credential would
+ * otherwise pass unseen and the call be charged to the first one.
+ */
+function conflictingCredentials(): Refusal {
+  return jsonRefusal(400, {
+    error: "conflicting_credentials",
+    detail: "the Authorization header is repeated; send one credential",
+    docs: DOCS,
+  });
+}
+
 function saleOf(access: RouteAccess): Sale {
   return access === "leased" ? "pass" : "call";
 }
@@ -138,6 +160,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
   app.decorate("accessServices", services);
   app.decorateRequest("principal", ANONYMOUS);
   app.decorateRequest("credential", null);
+  app.decorateRequest("capCharge", null);
   app.addHook("onRoute", (route) => {
     // Fastify adds HEAD twins of GET routes; they share the GET route's config.
     if (route.method === "HEAD") return;
@@ -146,15 +169,44 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     }
   });
 
-  /** Charges `bucket`; answers 429 when it is spent, else adds the headers to the reply. */
-  async function charge(reply: FastifyReply, bucket: Principal, limit: number) {
-    const decision = await services.caps.consume(bucket, limit, services.clock());
+  /**
+   * Charges `bucket`; answers 429 when it is spent, else adds the headers to the reply. The
+   * charge is provisional until `onSend` knows whether the answer is a result.
+   */
+  async function charge(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    bucket: Principal,
+    limit: number,
+  ) {
+    const nowMs = services.clock();
+    const decision = await services.caps.consume(bucket, limit, nowMs);
     if (!decision.allowed) {
       const refused = capReachedResponse(decision);
       return jsonRefusal(refused.statusCode, refused.body, refused.headers);
     }
+    request.capCharge = { bucket, nowMs };
     reply.headers(rateLimitHeaders(decision));
     return null;
+  }
+
+  /** Keeps the charge of a result; gives a refusal's back, and says so in its headers. */
+  async function settleCharge(request: FastifyRequest, reply: FastifyReply) {
+    const held = request.capCharge;
+    if (held === null) return;
+    request.capCharge = null;
+    if (isChargedStatus(reply.statusCode)) return;
+    try {
+      await services.caps.refund(held.bucket, held.nowMs);
+    } catch {
+      // The request stays counted: a cap store that fails errs on the side of the cap.
+      return;
+    }
+    const remaining = Number(reply.getHeader("x-ratelimit-remaining"));
+    const limit = Number(reply.getHeader("x-ratelimit-limit"));
+    if (Number.isSafeInteger(remaining) && Number.isSafeInteger(limit)) {
+      reply.header("x-ratelimit-remaining", String(Math.min(limit, remaining + 1)));
+    }
   }
 
   app.addHook("onRequest", async (request, reply) => {
@@ -164,6 +216,9 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     // Unmatched URLs (404) and internal routes are not the public's calls to count.
     if (access === undefined || route === undefined || access === "internal") return;
     if (UNCOUNTED_ROUTES.has(route)) return;
+    if (headerCount(request.raw, "authorization") > 1) {
+      return send(reply, conflictingCredentials());
+    }
     const { limits } = services;
 
     let pass: string | null;
@@ -186,7 +241,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
       request.principal = keyPrincipal(authentication.key.id);
       request.credential = { kind: "key" };
       const cap = dailyCapOf(authentication.key, limits.keyDailyCap);
-      const refusal = await charge(reply, request.principal, cap);
+      const refusal = await charge(request, reply, request.principal, cap);
       if (refusal !== null) return send(reply, refusal);
       return;
     }
@@ -205,7 +260,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
       }
       request.principal = x402Principal(payer);
       request.credential = { kind: "pass" };
-      const refusal = await charge(reply, request.principal, limits.x402PayerDailyCap);
+      const refusal = await charge(request, reply, request.principal, limits.x402PayerDailyCap);
       if (refusal !== null) return send(reply, refusal);
       return;
     }
@@ -215,7 +270,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
       const sale = saleOf(access);
       const check = await gate.check(request, route, sale, async (payer) => {
         request.principal = x402Principal(payer);
-        return charge(reply, request.principal, limits.x402PayerDailyCap);
+        return charge(request, reply, request.principal, limits.x402PayerDailyCap);
       });
       if (!check.ok) return send(reply, check.refusal);
       request.credential = {
@@ -231,11 +286,12 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
       return send(reply, gate === null ? missingKey() : gate.challenge(route, saleOf(access)));
     }
     // keyless, and mixed before the route knows whether keyed work is asked for.
-    const refusal = await charge(reply, ANONYMOUS, limits.anonymousDailyCap);
+    const refusal = await charge(request, reply, ANONYMOUS, limits.anonymousDailyCap);
     if (refusal !== null) return send(reply, refusal);
   });
 
-  app.addHook("onSend", async (request, reply, payload) => {
+  /** Settles a held paid response; the payload to send (a refusal if settlement failed). */
+  async function settlePayment(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     const credential = request.credential;
     const gate = services.payments;
     if (credential === null || credential.kind !== "payment" || gate === null) return payload;
@@ -249,6 +305,13 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     if (refusal === null) return payload;
     reply.code(refusal.statusCode).headers(refusal.headers);
     return refusal.body;
+  }
+
+  app.addHook("onSend", async (request, reply, payload) => {
+    const sent = await settlePayment(request, reply, payload);
+    // After settlement, whose failure turns a result into a refusal.
+    await settleCharge(request, reply);
+    return sent;
   });
 
   app.addHook("onResponse", async (request, reply) => {

@@ -3,7 +3,8 @@
  * local checks of a payment (decoding, requirement match, EIP-3009 signature recovery,
  * validity window), the nonce reservation and the facilitator's `/verify` before the
  * handler runs; and, once the handler has answered, the facilitator's `/settle` while the
- * response is held. A response whose settlement fails is never delivered.
+ * response is held. A response whose settlement fails is never delivered, and one that names
+ * its transaction is delivered only once the receipt job is durable.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import {
@@ -58,8 +59,12 @@ export interface X402GateOptions {
   clock: () => number;
   /** The service key, for pass tokens (follows rotation). */
   signer: () => Ed25519Signer;
-  /** Told about every settled payment; must not throw (it feeds the settlements queue). */
-  onSettled: (payment: SettledPayment) => void;
+  /**
+   * Told about every settled payment (it feeds the settlements queue); the held response is
+   * released only once it resolves, which it does once the receipt job is durable. Must not
+   * reject.
+   */
+  onSettled: (payment: SettledPayment) => Promise<void>;
 }
 
 /** A refusal the access plugin sends as is. */
@@ -236,7 +241,8 @@ export class X402Gate {
       );
     }
     const userAgent = request.headers["user-agent"];
-    this.#options.onSettled({
+    // Before the response names the transaction, its receipt job must survive a crash.
+    await this.#options.onSettled({
       tx: outcome.transaction,
       network: requirement.network.caip2,
       asset: requirement.asset,

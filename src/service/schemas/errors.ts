@@ -5,7 +5,12 @@ export const errorResponseSchema = {
   properties: {
     error: { type: "string", description: "stable snake_case code" },
     detail: { type: "string" },
-    limit: { type: "integer" },
+    limit: {
+      type: "integer",
+      description:
+        "the limit the request passed: `body_too_large` (bytes), `batch_too_large` (bundles), " +
+        "`result_too_large` (bytes of errors and reasons)",
+    },
     hint: { type: "string" },
     docs: { type: "string" },
     request_id: { type: "string" },

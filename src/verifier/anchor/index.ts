@@ -22,5 +22,6 @@ export {
   type AnchorConfirmation,
   type AnchorResult,
   type AnchorStatus,
+  type BlockHeaders,
   verifyProof,
 } from "./verify-proof.js";

@@ -11,6 +11,7 @@
 
 import { createHash } from "node:crypto";
 import { CodedError } from "../coded-error.js";
+import { normalizeInteger } from "../json/value.js";
 
 export const MAX_MESSAGE_BYTES = 4096;
 export const MAX_RESULT_BYTES = 4096;
@@ -68,8 +69,8 @@ export class AnchorProofError extends CodedError<AnchorProofErrorCode> {
 /** An attestation as the result object reports it (verifier.md §8.2). */
 export type Attestation =
   | { kind: "pending"; value: string }
-  | { kind: "bitcoin"; value: number }
-  | { kind: "litecoin"; value: number }
+  /** Heights are exact: beyond 2^53 - 1 (a hostile proof's) they are bigints. */
+  | { kind: "bitcoin" | "litecoin"; value: number | bigint }
   | { kind: "unknown"; tag: string; payload: string };
 
 export interface ProofLeaf {
@@ -173,18 +174,18 @@ class ByteReader {
     return this.readBytes(1, what)[0]!;
   }
 
-  /** Unsigned LEB128, at most 10 bytes and at most `Number.MAX_SAFE_INTEGER`. */
-  readVaruint(what: string): number {
-    let value = 0;
+  /**
+   * Unsigned LEB128 of at most 10 bytes, exact: a safe integer as a number, a larger one
+   * (up to 2^70 - 1) as a bigint. The value is only judged by its users, after every byte
+   * of it was read, so a varuint cut short is `truncated` whatever it holds so far, and a
+   * length beyond 2^53 is `invalid_length` like any other length over its maximum.
+   */
+  readVaruint(what: string): number | bigint {
+    let value = 0n;
     for (let index = 0; index < MAX_VARUINT_BYTES; index++) {
       const byte = this.readByte(what);
-      // Float arithmetic is exact while the sum stays below 2^53, and any larger sum
-      // still compares above MAX_SAFE_INTEGER, so no BigInt is needed.
-      value += (byte & 0x7f) * 2 ** (7 * index);
-      if (value > Number.MAX_SAFE_INTEGER) {
-        throw new AnchorProofError("invalid_varuint", `${what} exceeds 2^53 - 1`);
-      }
-      if ((byte & 0x80) === 0) return value;
+      value |= BigInt(byte & 0x7f) << BigInt(7 * index);
+      if ((byte & 0x80) === 0) return normalizeInteger(value);
     }
     throw new AnchorProofError(
       "invalid_varuint",
@@ -200,7 +201,7 @@ class ByteReader {
         `${what} is ${length} bytes (must be ${minBytes}..${maxBytes})`,
       );
     }
-    return this.readBytes(length, what);
+    return this.readBytes(Number(length), what);
   }
 
   expectEnd(after: string): void {
@@ -313,14 +314,13 @@ function readTimestampTree(reader: ByteReader, fileDigest: Uint8Array): ProofLea
 
 /** Parses a detached `.ots` proof, replaying every operation; throws `AnchorProofError`. */
 export function parseOtsProof(proof: Uint8Array): ParsedProof {
-  // Only bytes that are present are compared: a proper prefix of the magic is a cut proof
-  // (`truncated`), anything else is a foreign file (`bad_magic`).
-  const seen = proof.subarray(0, MAGIC.length);
-  if (!MAGIC.subarray(0, seen.length).equals(seen)) {
+  // The header is read whole before it is compared, as every read is: a file shorter than
+  // the magic is `truncated` whatever its bytes, `bad_magic` needs all 31 of them.
+  const reader = new ByteReader(proof, "proof");
+  const magic = reader.readBytes(MAGIC.length, "the header magic");
+  if (!MAGIC.equals(magic)) {
     throw new AnchorProofError("bad_magic", "not a detached OpenTimestamps proof");
   }
-  const reader = new ByteReader(proof, "proof");
-  reader.readBytes(MAGIC.length, "the header magic");
   const version = reader.readByte("the major version");
   if (version !== SUPPORTED_MAJOR_VERSION) {
     throw new AnchorProofError(

@@ -30,7 +30,8 @@ export type AnchorCode =
   | "anchor_empty";
 
 export interface AnchorConfirmation {
-  block_height: number;
+  /** A bigint only for a height beyond 2^53 - 1, as attestation heights are. */
+  block_height: number | bigint;
   /** Hex of the merkle root in wire order (byte-reversed relative to block explorers). */
   merkle_root: string;
   /** The header's little-endian uint32 timestamp, in seconds since the epoch. */
@@ -84,10 +85,17 @@ function normaliseExpectedDigest(expected: string | Uint8Array): Uint8Array | nu
   return HEX_BYTES.test(hexDigits) ? Buffer.from(hexDigits, "hex") : null;
 }
 
-type HeaderCheck = { headers: Map<number, Uint8Array> } | { badHeader: string };
+/**
+ * Block headers by height. Keys follow the one-representation rule of the JSON value model
+ * (a safe integer is a number, a larger one a bigint), so that they find the attestations'
+ * heights, which follow it too.
+ */
+export type BlockHeaders = Map<number | bigint, string | Uint8Array>;
 
-function decodeHeaders(headers: Map<number, string | Uint8Array>): HeaderCheck {
-  const decoded = new Map<number, Uint8Array>();
+type HeaderCheck = { headers: Map<number | bigint, Uint8Array> } | { badHeader: string };
+
+function decodeHeaders(headers: BlockHeaders): HeaderCheck {
+  const decoded = new Map<number | bigint, Uint8Array>();
   for (const [height, header] of headers) {
     const bytes = typeof header === "string" ? decodeHex(header) : header;
     if (bytes === null) return { badHeader: `header for height ${height} is not hex` };
@@ -112,7 +120,7 @@ function headerTime(header: Uint8Array): number {
 function judgeParsedProof(
   proof: ParsedProof,
   expectedDigest: Uint8Array,
-  suppliedHeaders: Map<number, string | Uint8Array>,
+  suppliedHeaders: BlockHeaders,
 ): AnchorResult {
   const file_digest = `${proof.fileHashOp}:${hex(proof.fileDigest)}`;
   const attestations = proof.leaves.map((leaf) => leaf.attestation);
@@ -136,7 +144,7 @@ function judgeParsedProof(
   if ("badHeader" in headerCheck) return result("invalid", "bad_header", headerCheck.badHeader);
   const { headers } = headerCheck;
 
-  const bitcoinHeights: number[] = [];
+  const bitcoinHeights: (number | bigint)[] = [];
   for (const leaf of proof.leaves) {
     if (leaf.attestation.kind !== "bitcoin") continue;
     const height = leaf.attestation.value;
@@ -209,7 +217,7 @@ function judgeParsedProof(
 export function verifyProof(
   proof: Uint8Array,
   expectedDigest: string | Uint8Array,
-  headers: Map<number, string | Uint8Array> = new Map(),
+  headers: BlockHeaders = new Map(),
 ): AnchorResult {
   const expected = normaliseExpectedDigest(expectedDigest);
   if (expected === null) {

@@ -7,6 +7,7 @@
 import { sha256Digest } from "../crypto/digest.js";
 import { CanonicalizationError, canonicalBytes } from "../json/canonical.js";
 import { isObject, type JsonObject, type JsonValue, member } from "../json/value.js";
+import type { ResultBudget } from "./budget.js";
 import type { BundleErrorCode, Summary, VerificationError } from "./result.js";
 
 export interface VerifyOptions {
@@ -14,6 +15,11 @@ export interface VerifyOptions {
   requireAnchor?: boolean;
   /** Statements from external revocation documents, already loaded and merged. */
   externalRevocations?: readonly JsonValue[] | null;
+  /**
+   * Charged for every error and reason as it is recorded; verification throws
+   * `ResultBudgetExceeded` once it is spent. Shared by the bundles of one request.
+   */
+  budget?: ResultBudget;
 }
 
 interface SignedView {
@@ -31,6 +37,7 @@ export class VerificationContext {
   readonly wellFormed: JsonObject[];
   readonly requireAnchor: boolean;
   readonly externalRevocations: readonly JsonValue[] | null;
+  private readonly budget: ResultBudget | null;
   private readonly signedViews = new Map<JsonObject, SignedView | null>();
 
   constructor(
@@ -41,17 +48,22 @@ export class VerificationContext {
     this.wellFormed = receipts.filter(isObject);
     this.requireAnchor = options.requireAnchor ?? false;
     this.externalRevocations = options.externalRevocations ?? null;
+    this.budget = options.budget ?? null;
   }
 
   fail(code: BundleErrorCode, detail: string, receiptId: JsonValue = null): void {
-    this.errors.push({ code, detail, receipt_id: receiptId });
+    const error = { code, detail, receipt_id: receiptId };
+    this.budget?.chargeError(error);
+    this.errors.push(error);
   }
 
   provisional(reason: string): void {
+    this.budget?.chargeReason(reason);
     this.provisionalReasons.push(reason);
   }
 
   insufficient(reason: string): void {
+    this.budget?.chargeReason(reason);
     this.insufficientReasons.push(reason);
   }
 

@@ -66,7 +66,10 @@ function crashDetail(error: unknown): string | null {
 
 export function verifyBundle(bundle: JsonValue, options: VerifyOptions = {}): VerifyResult {
   const receiptsOrExit = checkEarlyExits(bundle);
-  if (!Array.isArray(receiptsOrExit)) return receiptsOrExit;
+  if (!Array.isArray(receiptsOrExit)) {
+    for (const error of receiptsOrExit.errors) options.budget?.chargeError(error);
+    return receiptsOrExit;
+  }
   if (!isObject(bundle)) throw new Error("unreachable: early exits admit only objects");
   const ctx = new VerificationContext(bundle, receiptsOrExit, options);
   try {

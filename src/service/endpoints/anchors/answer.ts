@@ -1,0 +1,312 @@
+/**
+ * Worker-side handling of the OpenTimestamps endpoints (service.md §1 `POST /verify-anchor`,
+ * §2 `POST /anchors`): strict parsing, request checks, proof parsing and verification all
+ * run on a CPU-pool thread (workers/anchor.ts); the main thread only forwards answers and
+ * submits store jobs.
+ *
+ * Where the request stops and the verdict starts: a member that cannot be decoded into what
+ * the verifier takes (a proof that is not standard base64, a header that is not hex, a
+ * height that is not a non-negative integer) or a body of the wrong shape is a `400`. What
+ * the decoded values say is the verifier's verdict, a `200` AnchorResult: an unusable digest
+ * string is `invalid`/`bad_digest`, a hex header that is not 80 bytes `invalid`/`bad_header`,
+ * bytes that are not a proof `invalid`/<parse code>.
+ */
+import { createHash } from "node:crypto";
+import {
+  ANCHOR_DIGEST_PATTERN,
+  type AnchorJob,
+  anchorId,
+  anchorJobId,
+  jobAttestation,
+} from "../../../../queues/anchors.js";
+import { bodyValidator } from "../../../validation/body-validator.js";
+import { verifyProof } from "../../../verifier/anchor/index.js";
+import { dumpCompact } from "../../../verifier/json/dump.js";
+import { parseJson, StrictJsonError } from "../../../verifier/json/parse.js";
+import { isObject, type JsonObject, type JsonValue } from "../../../verifier/json/value.js";
+import { SERVICE_NAME } from "../../service-name.js";
+
+/** Standard base64 (RFC 4648 §4) with its padding. */
+const BASE64_PATTERN = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$";
+const BASE64 = new RegExp(BASE64_PATTERN);
+const HEX_PATTERN = "^(?:[0-9a-fA-F]{2})*$";
+const HEX = new RegExp(HEX_PATTERN);
+/** Decimal without leading zeros, so two keys can never name the same height. */
+const HEIGHT_KEY_PATTERN = "^(?:0|[1-9][0-9]*)$";
+const HEIGHT_KEY = new RegExp(HEIGHT_KEY_PATTERN);
+
+export const NOTE_MAX_CHARACTERS = 512;
+
+const proofSchema = {
+  type: "string",
+  pattern: BASE64_PATTERN,
+  description: "a detached OpenTimestamps proof (.ots), standard base64 with padding",
+} as const;
+
+const headerSchema = {
+  type: "string",
+  pattern: HEX_PATTERN,
+  description: "an 80-byte Bitcoin block header, 160 hex characters",
+} as const;
+
+export const verifyAnchorBodySchema = {
+  type: "object",
+  description:
+    "the proof, the digest it should commit to, and optionally block headers: either `headers` " +
+    "(by height) or one `header` with its `height`",
+  required: ["proof", "digest"],
+  additionalProperties: false,
+  properties: {
+    proof: proofSchema,
+    digest: {
+      type: "string",
+      description: "`sha256:<hex>` or `<hex>`; a string the verifier cannot use is `bad_digest`",
+    },
+    headers: {
+      type: "object",
+      description: "block headers keyed by decimal block height",
+      propertyNames: { pattern: HEIGHT_KEY_PATTERN },
+      additionalProperties: headerSchema,
+    },
+    header: headerSchema,
+    height: { type: "integer", minimum: 0, description: "the block height of `header`" },
+  },
+} as const;
+
+export const postAnchorBodySchema = {
+  type: "object",
+  description: "a proof to host for `digest`; its file digest must equal `digest`",
+  required: ["digest", "proof"],
+  additionalProperties: false,
+  properties: {
+    digest: {
+      type: "string",
+      pattern: ANCHOR_DIGEST_PATTERN,
+      description: "`sha256:` and 64 hex digits (stored in lower case)",
+    },
+    proof: proofSchema,
+    note: {
+      type: ["string", "null"],
+      maxLength: NOTE_MAX_CHARACTERS,
+      description: `free text stored with the proof, at most ${NOTE_MAX_CHARACTERS} characters`,
+    },
+  },
+} as const;
+
+/** An attestation as AnchorResult and stored anchor documents list it (verifier.md §8.2). */
+export const attestationSchema = {
+  type: "object",
+  required: ["kind"],
+  properties: {
+    kind: { type: "string", enum: ["pending", "bitcoin", "litecoin", "unknown"] },
+    value: {
+      type: ["string", "integer"],
+      description: "calendar URI (pending) or block height (bitcoin, litecoin)",
+    },
+    tag: { type: "string", description: "hex attestation tag (unknown)" },
+    payload: { type: "string", description: "hex payload (unknown)" },
+  },
+} as const;
+
+export const anchorResultSchema = {
+  description:
+    "the AnchorResult of verifier.md §8.4 plus `service`; only merkle-root equality with the " +
+    "supplied headers is checked (no proof-of-work, no header chain)",
+  type: "object",
+  required: ["status", "code", "detail", "file_digest", "attestations", "service"],
+  properties: {
+    status: { type: "string", enum: ["verified", "unverified", "mismatch", "invalid"] },
+    code: { type: "string" },
+    detail: { type: "string" },
+    file_digest: {
+      type: "string",
+      description: "`<hash op>:<hex>`, empty if the proof did not parse",
+    },
+    attestations: { type: "array", items: attestationSchema },
+    confirmed: {
+      type: "object",
+      description: "present only when verified",
+      properties: {
+        block_height: { type: "integer" },
+        merkle_root: { type: "string" },
+        header_time: { type: "integer" },
+      },
+    },
+    service: { type: "string" },
+  },
+} as const;
+
+const validateVerifyAnchorBody = bodyValidator(verifyAnchorBodySchema);
+const validatePostAnchorBody = bodyValidator(postAnchorBodySchema);
+
+type Refusal = { error: string; detail: string };
+
+const refusal = (error: string, detail: string): Refusal => ({ error, detail });
+
+/** The proof's bytes, or a refusal when it is not canonical standard base64. */
+function decodeProof(proof: string): Buffer | Refusal {
+  const bytes = BASE64.test(proof) ? Buffer.from(proof, "base64") : null;
+  // The round trip also refuses non-zero padding bits, so each proof has one spelling.
+  if (bytes === null || bytes.toString("base64") !== proof) {
+    return refusal("invalid_proof_encoding", "proof must be standard base64 with padding");
+  }
+  return bytes;
+}
+
+function isHeight(value: JsonValue | undefined): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+}
+
+function decodeHeader(header: string, where: string): Buffer | Refusal {
+  return HEX.test(header)
+    ? Buffer.from(header, "hex")
+    : refusal("invalid_header_encoding", `${where} must be hex (an even number of hex digits)`);
+}
+
+/** Block headers by height from `headers`, or from `header` + `height`. */
+function decodeHeaders(body: JsonObject): Map<number, Buffer> | Refusal {
+  const headers = new Map<number, Buffer>();
+  const many = body.get("headers");
+  const one = body.get("header");
+  const height = body.get("height");
+  if (many !== undefined && (one !== undefined || height !== undefined)) {
+    return refusal("bad_request", "give either headers or header with height, not both");
+  }
+  if (isObject(many)) {
+    for (const [key, value] of many) {
+      const keyHeight = HEIGHT_KEY.test(key) ? Number(key) : Number.NaN;
+      if (!isHeight(keyHeight)) {
+        return refusal("invalid_height", `headers key '${key}' is not a non-negative integer`);
+      }
+      if (typeof value !== "string") continue; // the schema names the wrong type
+      const header = decodeHeader(value, `headers['${key}']`);
+      if (!Buffer.isBuffer(header)) return header;
+      headers.set(keyHeight, header);
+    }
+  }
+  if (height !== undefined && !isHeight(height)) {
+    return refusal("invalid_height", "height must be a non-negative integer");
+  }
+  if (typeof one === "string") {
+    const header = decodeHeader(one, "header");
+    if (!Buffer.isBuffer(header)) return header;
+    if (height === undefined) return refusal("bad_request", "header needs its height");
+    headers.set(height, header);
+  } else if (one === undefined && height !== undefined) {
+    return refusal("bad_request", "height is given without a header");
+  }
+  return headers;
+}
+
+export interface VerifyAnchorAnswer {
+  statusCode: 200 | 400;
+  /** An AnchorResult (200) or an error body (400), without `service`. */
+  payload: object;
+}
+
+/**
+ * `POST /verify-anchor` (and the MCP tool `verify_anchor`) for an already strictly parsed
+ * body. Pure and synchronous: call it on a worker thread.
+ */
+export function answerVerifyAnchor(body: JsonValue): VerifyAnchorAnswer {
+  const refuse = (payload: Refusal): VerifyAnchorAnswer => ({ statusCode: 400, payload });
+  if (!isObject(body)) {
+    return refuse(refusal("bad_request", "body must be an object {proof, digest, headers?}"));
+  }
+  const proofText = body.get("proof");
+  const proof = typeof proofText === "string" ? decodeProof(proofText) : null;
+  if (proof !== null && !Buffer.isBuffer(proof)) return refuse(proof);
+  const headers = decodeHeaders(body);
+  if (!(headers instanceof Map)) return refuse(headers);
+  const violation = validateVerifyAnchorBody(body);
+  if (violation !== null) return refuse(refusal("bad_request", violation));
+  // The schema has required a string digest and a proof, which decoded above.
+  const digest = body.get("digest") as string;
+  return { statusCode: 200, payload: verifyProof(proof as Buffer, digest, headers) };
+}
+
+export interface AnchorReply {
+  kind: "reply";
+  statusCode: 200 | 400;
+  /** The response body, already serialised. */
+  json: string;
+}
+
+export interface AnchorStoreRequest {
+  kind: "store";
+  jobId: string;
+  job: AnchorJob;
+}
+
+export interface AnchorTask {
+  /** The raw request body, moved (not copied) to the worker. */
+  body: ArrayBuffer;
+}
+
+function reply(statusCode: AnchorReply["statusCode"], payload: object): AnchorReply {
+  return { kind: "reply", statusCode, json: dumpCompact(payload) };
+}
+
+type ParsedBody = { parsed: true; body: JsonValue } | { parsed: false; reply: AnchorReply };
+
+function parseBody(bytes: Uint8Array): ParsedBody {
+  try {
+    return { parsed: true, body: parseJson(bytes) };
+  } catch (error) {
+    if (!(error instanceof StrictJsonError)) throw error;
+    return { parsed: false, reply: reply(400, { error: "invalid_json", detail: error.message }) };
+  }
+}
+
+/** `POST /verify-anchor` from raw body bytes. */
+export function answerVerifyAnchorRequest(bytes: Uint8Array): AnchorReply {
+  const request = parseBody(bytes);
+  if (!request.parsed) return request.reply;
+  const answer = answerVerifyAnchor(request.body);
+  if (answer.statusCode !== 200) return reply(answer.statusCode, answer.payload);
+  return reply(200, { ...answer.payload, service: SERVICE_NAME });
+}
+
+/**
+ * `POST /anchors` from raw body bytes: a refusal to send, or the job that stores the proof.
+ * The proof must parse and commit to `digest` (service.md §2); `invalid` and `mismatch`
+ * results are refused with the anchor code.
+ */
+export function prepareAnchorPost(bytes: Uint8Array): AnchorReply | AnchorStoreRequest {
+  const request = parseBody(bytes);
+  if (!request.parsed) return request.reply;
+  const body = request.body;
+  if (!isObject(body)) {
+    return reply(400, refusal("bad_request", "body must be an object {digest, proof, note?}"));
+  }
+  const digest = body.get("digest");
+  const id = typeof digest === "string" ? anchorId(digest) : null;
+  if (typeof digest === "string" && id === null) {
+    return reply(400, refusal("invalid_digest", "digest must be sha256: and 64 hex digits"));
+  }
+  const proofText = body.get("proof");
+  const proof = typeof proofText === "string" ? decodeProof(proofText) : null;
+  if (proof !== null && !Buffer.isBuffer(proof)) return reply(400, proof);
+  const violation = validatePostAnchorBody(body);
+  if (violation !== null) return reply(400, refusal("bad_request", violation));
+  // The schema has required both members, so both decoded above.
+  const documentId = id as string;
+  const proofBytes = proof as Buffer;
+  const result = verifyProof(proofBytes, documentId);
+  if (result.status === "invalid" || result.status === "mismatch") {
+    return reply(400, { error: "proof_rejected", code: result.code, detail: result.detail });
+  }
+  const note = body.get("note");
+  const proofSha256 = createHash("sha256").update(proofBytes).digest("hex");
+  return {
+    kind: "store",
+    jobId: anchorJobId(documentId, proofSha256),
+    job: {
+      digest: documentId,
+      proof: proofText as string,
+      note: typeof note === "string" ? note : null,
+      status: result.status,
+      attestations: result.attestations.map(jobAttestation),
+    },
+  };
+}

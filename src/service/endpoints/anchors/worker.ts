@@ -1,0 +1,12 @@
+/** Worker-thread side of `POST /verify-anchor` and `POST /anchors`: parsing and proof checks. */
+import { implementTask } from "../../tasks/worker.js";
+import { answerVerifyAnchorRequest, prepareAnchorPost } from "./answer.js";
+import { prepareAnchorTask, verifyAnchorTask } from "./tasks.js";
+
+export const verify = implementTask(verifyAnchorTask, (task) =>
+  answerVerifyAnchorRequest(new Uint8Array(task.body)),
+);
+
+export const store = implementTask(prepareAnchorTask, (task) =>
+  prepareAnchorPost(new Uint8Array(task.body)),
+);

@@ -1,0 +1,68 @@
+/**
+ * `POST /conformance` from raw body bytes to response text (service.md §10). It runs on a
+ * worker thread (workers/conformance.ts): the submission is parsed strictly, checked against
+ * `submissionSchema`, graded against the corpus the worker has loaded, and the report signed
+ * with the current service key.
+ */
+import type { Corpus } from "../../../conformance/corpus.js";
+import { gradeSubmission, SubmissionError } from "../../../conformance/grade.js";
+import { signConformanceReport } from "../../../conformance/report.js";
+import { submissionSchema } from "../../../conformance/submission.js";
+import { bodyValidator } from "../../../validation/body-validator.js";
+import type { Ed25519Signer } from "../../../verifier/crypto/ed25519.js";
+import { dumpCompact } from "../../../verifier/json/dump.js";
+import { parseJson, StrictJsonError } from "../../../verifier/json/parse.js";
+import type { JsonObject, JsonValue } from "../../../verifier/json/value.js";
+import { SERVICE_NAME } from "../../service-name.js";
+
+export interface ConformanceTask {
+  /** The raw request body, moved (not copied) to the worker. */
+  body: ArrayBuffer;
+}
+
+export interface ConformanceAnswer {
+  statusCode: 200 | 400 | 503;
+  /** The response body, already serialised. */
+  json: string;
+}
+
+export interface ConformanceRequestContext {
+  /** The deployed corpus (loaded once per thread), or null when none is deployed. */
+  corpus(): Promise<Corpus | null>;
+  /** The current service key (it changes when the key is rotated). */
+  signer(): Ed25519Signer;
+}
+
+const validateSubmission = bodyValidator(submissionSchema);
+
+function answer(statusCode: ConformanceAnswer["statusCode"], payload: unknown): ConformanceAnswer {
+  return { statusCode, json: dumpCompact(payload) };
+}
+
+export async function answerConformanceRequest(
+  bytes: Uint8Array,
+  context: ConformanceRequestContext,
+): Promise<ConformanceAnswer> {
+  // Without a corpus nothing can be graded, whatever the body says.
+  const corpus = await context.corpus();
+  if (corpus === null) return answer(503, { error: "corpus_not_deployed" });
+
+  let submission: JsonValue;
+  try {
+    submission = parseJson(bytes);
+  } catch (error) {
+    if (!(error instanceof StrictJsonError)) throw error;
+    return answer(400, { error: "invalid_json", detail: error.message });
+  }
+  const problem = validateSubmission(submission);
+  if (problem !== null) return answer(400, { error: "bad_submission", detail: problem });
+  try {
+    // The schema admits only objects.
+    const graded = gradeSubmission(corpus, submission as JsonObject);
+    const report = signConformanceReport(graded, context.signer());
+    return answer(200, { report, service: SERVICE_NAME });
+  } catch (error) {
+    if (!(error instanceof SubmissionError)) throw error;
+    return answer(400, { error: error.code, detail: error.detail });
+  }
+}

@@ -1,0 +1,265 @@
+/**
+ * `POST /erc8004/validate` from raw body bytes to response text (service.md §5). It runs on a
+ * worker thread (workers/erc8004.ts): the body is parsed strictly once, there; the bundle is
+ * verified with the library, the request's task_hash is bound to it, and the outcome is
+ * signed as an EIP-712 `ValidationResponse` with the validator key.
+ *
+ * Decisions where service.md is silent (docs/service-decisions.md, "ERC-8004 validation"):
+ * - the body's members are checked one by one in the documented order, each failure with its
+ *   own code (`missing_<member>`, `bad_<member>`, `bad_registry_checksum`); a body that is not
+ *   an object or has an unknown member (a misspelt `chainId` would silently sign for Base)
+ *   is `bad_shape`;
+ * - a bundle without canonical bytes (a float or a lone surrogate anywhere) has no
+ *   `receiptHash`: `422 bundle_not_canonicalizable`, before any verification;
+ * - a task_hash that binds to nothing is `422 task_hash_unbound` with the whole evaluation,
+ *   but `attestation` is null: the service does not sign for a request its bundle does not
+ *   answer;
+ * - `binding` names the rule that bound the task_hash (or null), after `checks`;
+ * - the evaluation carries the whole verdict, so it has `POST /verify`'s result budget:
+ *   `400 result_too_large` when its errors and reasons would pass `maxResultBytes`.
+ */
+import type { Address, Hex } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
+import { type Attestation, signAttestation } from "../../../erc8004/attestation.js";
+import { type BindingRule, bindTaskHash, hash32 } from "../../../erc8004/binding.js";
+import { type ValidationChecks, validationChecks } from "../../../erc8004/checks.js";
+import { outcomeFor } from "../../../erc8004/outcome.js";
+import {
+  DEFAULT_CHAIN_ID,
+  DEFAULT_VALIDATION_REGISTRY,
+  MAX_CHAIN_ID,
+  readAddress,
+} from "../../../erc8004/registry.js";
+import { bodyValidator } from "../../../validation/body-validator.js";
+import { ResultBudget, ResultBudgetExceeded } from "../../../verifier/bundle/budget.js";
+import type { VerifyResult } from "../../../verifier/bundle/result.js";
+import { verifyBundle } from "../../../verifier/bundle/verify-bundle.js";
+import { CodedError } from "../../../verifier/coded-error.js";
+import { sha256Hex } from "../../../verifier/crypto/digest.js";
+import { CanonicalizationError, canonicalBytes } from "../../../verifier/json/canonical.js";
+import { dumpCompact } from "../../../verifier/json/dump.js";
+import { parseJson, StrictJsonError } from "../../../verifier/json/parse.js";
+import {
+  isObject,
+  type JsonObject,
+  type JsonValue,
+  PyFloat,
+} from "../../../verifier/json/value.js";
+import { SERVICE_NAME } from "../../service-name.js";
+import { resultTooLarge } from "../verify/answer.js";
+
+export interface Erc8004Task {
+  /** The raw request body, moved (not copied) to the worker. */
+  body: ArrayBuffer;
+}
+
+export interface Erc8004Answer {
+  statusCode: 200 | 400 | 422;
+  /** The response body, already serialised. */
+  json: string;
+}
+
+export interface Erc8004RequestContext {
+  /** The validator key (loaded once per thread, on first use). */
+  validator(): PrivateKeyAccount;
+  /** Milliseconds since the epoch: the attestation's timestamp. */
+  now(): number;
+  /** Bytes of errors and reasons the verdict may hold. */
+  maxResultBytes: number;
+}
+
+const memberSchemas = {
+  request_id: {
+    type: "string",
+    pattern: "^0x[0-9a-fA-F]{64}$",
+    description: "the ERC-8004 request hash being answered: bytes32 as 0x + 64 hex digits",
+  },
+  task_hash: {
+    type: "string",
+    pattern: "^(0x|sha256:)[0-9a-fA-F]{64}$",
+    description:
+      "32 bytes as 0x<64 hex> or sha256:<64 hex>; must equal SHA-256 or keccak-256 of the " +
+      "bundle's task_id, a delivery.attestation response_hash, or the terminal receipt's digest",
+  },
+  bundle: { type: "object", description: "the Continuity Receipt bundle to validate" },
+  registry_address: {
+    type: "string",
+    pattern: "^0x[0-9a-fA-F]{40}$",
+    default: DEFAULT_VALIDATION_REGISTRY,
+    description:
+      "the Validation Registry (the EIP-712 verifyingContract); mixed case must be a valid " +
+      "EIP-55 checksum",
+  },
+  chain_id: {
+    type: "integer",
+    minimum: 1,
+    maximum: MAX_CHAIN_ID,
+    default: DEFAULT_CHAIN_ID,
+    description: "the EIP-712 domain's chainId (EIP-155)",
+  },
+} as const;
+
+type MemberName = keyof typeof memberSchemas;
+const MEMBERS = Object.keys(memberSchemas) as MemberName[];
+const REQUIRED: readonly MemberName[] = ["request_id", "task_hash", "bundle"];
+
+/** The route's body schema: the OpenAPI document shows it, the worker checks against it. */
+export const validateBodySchema = {
+  type: "object",
+  description:
+    "an ERC-8004 validation request. Parsed strictly: UTF-8, no duplicate members, no " +
+    "trailing data; unknown members are refused",
+  required: REQUIRED,
+  additionalProperties: false,
+  properties: memberSchemas,
+} as const;
+
+/** One validator per member, so a failure names its member and gets that member's code. */
+const memberValidators = new Map(
+  MEMBERS.map((name) => [
+    name,
+    bodyValidator({ type: "object", properties: { [name]: memberSchemas[name] } }),
+  ]),
+);
+
+interface ValidateRequest {
+  requestId: Hex;
+  taskHash: Buffer;
+  bundle: JsonObject;
+  registry: Address;
+  chainId: number;
+}
+
+/** A request that cannot be validated as sent: answered 400 with its code. */
+class RequestRefused extends CodedError<string> {
+  override readonly name = "RequestRefused";
+}
+
+/** Integer checks ajv cannot make on the value model: floats (`8453.0`) and bigints. */
+function chainIdProblem(value: JsonValue): string | null {
+  if (value instanceof PyFloat) return "body/chain_id must be integer";
+  if (typeof value === "bigint") {
+    return value < 0n ? "body/chain_id must be >= 1" : `body/chain_id must be <= ${MAX_CHAIN_ID}`;
+  }
+  return null;
+}
+
+function checkMember(body: JsonObject, name: MemberName): void {
+  const value = body.get(name);
+  if (value === undefined) {
+    if (REQUIRED.includes(name)) {
+      throw new RequestRefused(`missing_${name}`, `body must have required property '${name}'`);
+    }
+    return;
+  }
+  const problem =
+    (name === "chain_id" ? chainIdProblem(value) : null) ??
+    memberValidators.get(name)!(new Map([[name, value]]));
+  if (problem !== null) throw new RequestRefused(`bad_${name}`, problem);
+}
+
+function readRequest(body: JsonValue): ValidateRequest {
+  if (!isObject(body)) throw new RequestRefused("bad_shape", "body must be an object");
+  for (const name of body.keys()) {
+    if (!(MEMBERS as string[]).includes(name)) {
+      throw new RequestRefused("bad_shape", `body has an unexpected member '${name}'`);
+    }
+  }
+  for (const name of MEMBERS) checkMember(body, name);
+
+  const registryText = body.get("registry_address");
+  const registry =
+    typeof registryText === "string"
+      ? readAddress(registryText)
+      : { ok: true as const, address: DEFAULT_VALIDATION_REGISTRY };
+  if (!registry.ok) {
+    throw new RequestRefused(
+      "bad_registry_checksum",
+      "body/registry_address is mixed-case but not its EIP-55 checksum spelling",
+    );
+  }
+  const chainId = body.get("chain_id");
+  return {
+    requestId: (body.get("request_id") as string).toLowerCase() as Hex,
+    taskHash: hash32(body.get("task_hash") as string)!,
+    bundle: body.get("bundle") as JsonObject,
+    registry: registry.address,
+    chainId: typeof chainId === "number" ? chainId : DEFAULT_CHAIN_ID,
+  };
+}
+
+function answer(statusCode: Erc8004Answer["statusCode"], payload: unknown): Erc8004Answer {
+  return { statusCode, json: dumpCompact(payload) };
+}
+
+interface Evaluation {
+  request_id: Hex;
+  outcome: number;
+  outcome_label: string;
+  verdict: VerifyResult["verdict"];
+  checks: ValidationChecks;
+  binding: BindingRule | null;
+  verification: VerifyResult & { service: string };
+}
+
+export async function answerValidateRequest(
+  bytes: Uint8Array,
+  context: Erc8004RequestContext,
+): Promise<Erc8004Answer> {
+  let request: ValidateRequest;
+  try {
+    request = readRequest(parseJson(bytes));
+  } catch (error) {
+    if (error instanceof StrictJsonError) {
+      return answer(400, { error: "invalid_json", detail: error.message });
+    }
+    if (!(error instanceof RequestRefused)) throw error;
+    return answer(400, { error: error.code, detail: error.detail });
+  }
+
+  let bundleHash: string;
+  try {
+    bundleHash = sha256Hex(canonicalBytes(request.bundle));
+  } catch (error) {
+    if (!(error instanceof CanonicalizationError)) throw error;
+    return answer(422, {
+      error: "bundle_not_canonicalizable",
+      detail: `the bundle has no canonical (JCS) bytes, so no receiptHash: ${error.message}`,
+    });
+  }
+
+  let result: VerifyResult;
+  try {
+    result = verifyBundle(request.bundle, { budget: new ResultBudget(context.maxResultBytes) });
+  } catch (error) {
+    if (!(error instanceof ResultBudgetExceeded)) throw error;
+    return answer(400, resultTooLarge(error.limit));
+  }
+  const binding = bindTaskHash(request.bundle, request.taskHash);
+  const { outcome, label } = outcomeFor(result.verdict);
+  const evaluation: Evaluation = {
+    request_id: request.requestId,
+    outcome,
+    outcome_label: label,
+    verdict: result.verdict,
+    checks: validationChecks(result, binding !== null),
+    binding,
+    verification: { ...result, service: SERVICE_NAME },
+  };
+  const validator = context.validator();
+  const tail = { validator_address: validator.address, service: SERVICE_NAME };
+  if (binding === null) {
+    return answer(422, { error: "task_hash_unbound", ...evaluation, attestation: null, ...tail });
+  }
+  const attestation: Attestation = await signAttestation(validator, {
+    chainId: request.chainId,
+    verifyingContract: request.registry,
+    message: {
+      requestId: request.requestId,
+      outcome,
+      receiptHash: `0x${bundleHash}`,
+      timestamp: Math.floor(context.now() / 1000),
+    },
+  });
+  return answer(200, { ...evaluation, attestation, ...tail });
+}

@@ -1,0 +1,5 @@
+/** The worker task of `POST /erc8004/validate`: the route and `worker.ts` share this definition. */
+import { defineTask } from "../../tasks/define-task.js";
+import type { Erc8004Answer, Erc8004Task } from "./answer.js";
+
+export const validateTask = defineTask<Erc8004Task, Promise<Erc8004Answer>>("erc8004");

@@ -1,0 +1,21 @@
+/** Worker-thread side of `POST /erc8004/validate`: verification, checks and the attestation. */
+import type { PrivateKeyAccount } from "viem/accounts";
+import { openValidatorKey } from "../../../erc8004/validator-key.js";
+import { implementTask, workerContext } from "../../tasks/worker.js";
+import { answerValidateRequest } from "./answer.js";
+import { validateTask } from "./tasks.js";
+
+let validator: PrivateKeyAccount | undefined;
+
+const requestContext = {
+  validator: () => {
+    validator ??= openValidatorKey(workerContext.dataDir);
+    return validator;
+  },
+  now: Date.now,
+  maxResultBytes: workerContext.maxResultBytes,
+};
+
+export default implementTask(validateTask, (task) =>
+  answerValidateRequest(new Uint8Array(task.body), requestContext),
+);

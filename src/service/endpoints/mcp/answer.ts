@@ -1,0 +1,329 @@
+/**
+ * `POST /mcp` from raw body bytes to JSON-RPC responses (service.md §7, protocols.md §3). It
+ * runs on a worker thread (workers/mcp.ts): the body is parsed strictly, once, there — bundles
+ * carry exact big integers and duplicate-member rules that `JSON.parse` would break, and
+ * `verify_bundle` must give `POST /verify`'s verdicts. The server is stateless: nothing is
+ * remembered between requests, so `initialize` is optional and every method is served as is.
+ *
+ * HTTP status of the reply: 200 when it holds any response (including JSON-RPC errors about a
+ * valid request, such as -32601 and -32602); 202 with no body when the body held only
+ * notifications or responses; 400 when the body as a whole cannot be taken (-32700, a single
+ * invalid message -32600, a refused batch, an unsupported `MCP-Protocol-Version`, and a
+ * request whose verdicts would pass the result budget: -32600 with `data.error`
+ * `result_too_large` and `data.limit`, as `POST /verify` refuses it).
+ */
+
+import { ResultBudget, ResultBudgetExceeded } from "../../../verifier/bundle/budget.js";
+import type { Ed25519Signer } from "../../../verifier/crypto/ed25519.js";
+import { dumpCompact } from "../../../verifier/json/dump.js";
+import { parseJson, StrictJsonError } from "../../../verifier/json/parse.js";
+import {
+  isArray,
+  isObject,
+  type JsonObject,
+  type JsonValue,
+} from "../../../verifier/json/value.js";
+import { SERVICE_NAME } from "../../service-name.js";
+import { answerVerifyAnchor } from "../anchors/answer.js";
+import { resultTooLarge, singleBundlePayload } from "../verify/answer.js";
+import {
+  classifyMessage,
+  errorResponse,
+  idJson,
+  type Message,
+  namedParams,
+  type RequestId,
+  resultResponse,
+  toolResult,
+} from "./json-rpc.js";
+import {
+  BATCHING_PROTOCOL_VERSION,
+  HEADERLESS_PROTOCOL_VERSION,
+  isSupportedProtocolVersion,
+  JSON_RPC_ERRORS,
+  LATEST_PROTOCOL_VERSION,
+  SERVER_CAPABILITIES,
+  SERVER_INFO,
+  SERVER_INSTRUCTIONS,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from "./protocol.js";
+import { argumentProblem, findTool, paramsValidator, TOOLS } from "./tools.js";
+
+export interface McpTask {
+  /** The raw request body, moved (not copied) to the worker. */
+  body: ArrayBuffer;
+  /** The `MCP-Protocol-Version` header; null when absent. */
+  protocolVersion: string | null;
+  /** Whether the request's credentials allow keyed work, which `tools/call` is. */
+  keyedAccess: boolean;
+}
+
+/** `get_revocations` after its arguments passed: the store is read on the main thread. */
+export interface RevocationsLookup {
+  /** The request id as JSON text, for the response. */
+  id: string;
+  issuer: string;
+}
+
+export type McpReplyPart = { json: string } | { revocations: RevocationsLookup };
+
+export type McpAnswer =
+  /** A `tools/call` without keyed access: the caller answers with the access decision. */
+  | { kind: "denied" }
+  /** Only notifications or responses: 202, no body. */
+  | { kind: "accepted" }
+  | {
+      kind: "reply";
+      statusCode: 200 | 400;
+      /** Whether the parts form an array (a 2025-03-26 batch) or a single response. */
+      batch: boolean;
+      parts: McpReplyPart[];
+      /** Whether keyed work was done (a `tools/call`): a presented payment is then settled. */
+      callsTool: boolean;
+    };
+
+export interface McpRequestContext {
+  /** Messages in one batch; the same bound as bundles in a `POST /verify` batch. */
+  maxBatch: number;
+  /**
+   * Bytes of errors and reasons the `verify_bundle` verdicts of one request (a message or a
+   * whole batch) may hold; the same bound as for one `POST /verify` request.
+   */
+  maxResultBytes: number;
+  /** The current service key, for `verify_bundle`'s receipts. */
+  signer(): Ed25519Signer;
+}
+
+const validateInitializeParams = paramsValidator(
+  {
+    type: "object",
+    required: ["protocolVersion", "capabilities", "clientInfo"],
+    properties: {
+      protocolVersion: { type: "string" },
+      capabilities: { type: "object" },
+      clientInfo: {
+        type: "object",
+        required: ["name", "version"],
+        properties: { name: { type: "string" }, version: { type: "string" } },
+      },
+    },
+  },
+  "params",
+);
+
+const validateListParams = paramsValidator(
+  { type: "object", properties: { cursor: { type: "string" }, _meta: { type: "object" } } },
+  "params",
+);
+
+const validateCallParams = paramsValidator(
+  {
+    type: "object",
+    required: ["name"],
+    properties: {
+      name: { type: "string" },
+      arguments: { type: "object" },
+      _meta: { type: "object" },
+    },
+  },
+  "params",
+);
+
+function refused(
+  code: number,
+  message: string,
+  data?: object,
+  id: RequestId | null = null,
+): McpAnswer {
+  return {
+    kind: "reply",
+    statusCode: 400,
+    batch: false,
+    callsTool: false,
+    parts: [{ json: errorResponse(id, code, message, data) }],
+  };
+}
+
+function invalidParams(id: RequestId, detail: string): McpReplyPart {
+  return { json: errorResponse(id, JSON_RPC_ERRORS.invalidParams, `Invalid params: ${detail}`) };
+}
+
+function result(id: RequestId, value: object): McpReplyPart {
+  return { json: resultResponse(idJson(id), dumpCompact(value)) };
+}
+
+function initialize(id: RequestId, params: JsonObject, inBatch: boolean): McpReplyPart {
+  if (inBatch) {
+    return {
+      json: errorResponse(
+        id,
+        JSON_RPC_ERRORS.invalidRequest,
+        "Invalid Request: initialize must not be part of a batch",
+      ),
+    };
+  }
+  const problem = validateInitializeParams(params);
+  if (problem !== null) return invalidParams(id, problem);
+  const requested = params.get("protocolVersion") as string;
+  return result(id, {
+    protocolVersion: isSupportedProtocolVersion(requested) ? requested : LATEST_PROTOCOL_VERSION,
+    capabilities: SERVER_CAPABILITIES,
+    serverInfo: SERVER_INFO,
+    instructions: SERVER_INSTRUCTIONS,
+  });
+}
+
+function listTools(id: RequestId, params: JsonObject): McpReplyPart {
+  const problem = validateListParams(params);
+  if (problem !== null) return invalidParams(id, problem);
+  // One page holds every tool, so no cursor was ever handed out.
+  if (params.has("cursor")) return invalidParams(id, "unknown cursor");
+  return result(id, { tools: TOOLS });
+}
+
+function callTool(
+  id: RequestId,
+  params: JsonObject,
+  context: McpRequestContext,
+  budget: ResultBudget,
+): McpReplyPart {
+  const problem = validateCallParams(params);
+  if (problem !== null) return invalidParams(id, problem);
+  const name = params.get("name") as string;
+  const tool = findTool(name);
+  if (tool === undefined) return invalidParams(id, `unknown tool '${name}'`);
+  const args = (params.get("arguments") ?? new Map()) as JsonObject;
+  const argumentsProblem = argumentProblem(tool, args);
+  if (argumentsProblem !== null) return invalidParams(id, argumentsProblem);
+  switch (tool.name) {
+    case "verify_bundle": {
+      const payload = singleBundlePayload(
+        args.get("bundle") as JsonObject,
+        {
+          requireAnchor: args.get("require_anchor") === true,
+          receipt: args.get("receipt") === true,
+        },
+        context.signer(),
+        budget,
+      );
+      return { json: resultResponse(idJson(id), toolResult(dumpCompact(payload), false)) };
+    }
+    case "verify_anchor": {
+      // As `POST /verify-anchor` answers: a result names the service, a refusal does not.
+      const answer = answerVerifyAnchor(args);
+      const failed = answer.statusCode !== 200;
+      const payload = failed ? answer.payload : { ...answer.payload, service: SERVICE_NAME };
+      return { json: resultResponse(idJson(id), toolResult(dumpCompact(payload), failed)) };
+    }
+    case "get_revocations":
+      return { revocations: { id: idJson(id), issuer: args.get("issuer") as string } };
+  }
+}
+
+function answerMessage(
+  message: Message,
+  inBatch: boolean,
+  context: McpRequestContext,
+  budget: ResultBudget,
+): McpReplyPart | null {
+  if (message.kind === "invalid") {
+    return {
+      json: errorResponse(
+        message.id,
+        JSON_RPC_ERRORS.invalidRequest,
+        `Invalid Request: ${message.reason}`,
+      ),
+    };
+  }
+  // Notifications (`notifications/initialized`, cancellations, …) ask for nothing back.
+  if (message.kind !== "request") return null;
+  const { id, method } = message;
+  const knownMethod = ["initialize", "ping", "tools/list", "tools/call"].includes(method);
+  if (!knownMethod) {
+    return {
+      json: errorResponse(id, JSON_RPC_ERRORS.methodNotFound, `Method not found: ${method}`),
+    };
+  }
+  const params = namedParams(message.params);
+  if (params === null) return invalidParams(id, "params must be an object");
+  switch (method) {
+    case "initialize":
+      return initialize(id, params, inBatch);
+    case "ping":
+      return result(id, {});
+    case "tools/list":
+      return listTools(id, params);
+    default:
+      return callTool(id, params, context, budget);
+  }
+}
+
+export function answerMcpRequest(
+  bytes: Uint8Array,
+  task: Omit<McpTask, "body">,
+  context: McpRequestContext,
+): McpAnswer {
+  let body: JsonValue;
+  try {
+    body = parseJson(bytes);
+  } catch (error) {
+    if (!(error instanceof StrictJsonError)) throw error;
+    return refused(JSON_RPC_ERRORS.parseError, "Parse error", { detail: error.message });
+  }
+  const batch = isArray(body);
+  // `initialize` negotiates the version in its params; a header on it is not binding.
+  const initializing = !batch && isObject(body) && body.get("method") === "initialize";
+  if (
+    !initializing &&
+    task.protocolVersion !== null &&
+    !isSupportedProtocolVersion(task.protocolVersion)
+  ) {
+    return refused(
+      JSON_RPC_ERRORS.transportRefusal,
+      `Bad Request: unsupported MCP-Protocol-Version ${task.protocolVersion}`,
+      { supported: SUPPORTED_PROTOCOL_VERSIONS, requested: task.protocolVersion },
+    );
+  }
+  const values = isArray(body) ? body : [body];
+  if (batch) {
+    const version = task.protocolVersion ?? HEADERLESS_PROTOCOL_VERSION;
+    if (version !== BATCHING_PROTOCOL_VERSION) {
+      return refused(
+        JSON_RPC_ERRORS.invalidRequest,
+        `Invalid Request: protocol version ${version} has no JSON-RPC batches`,
+      );
+    }
+    if (values.length === 0) {
+      return refused(JSON_RPC_ERRORS.invalidRequest, "Invalid Request: empty batch");
+    }
+    if (values.length > context.maxBatch) {
+      return refused(
+        JSON_RPC_ERRORS.invalidRequest,
+        `Invalid Request: a batch holds at most ${context.maxBatch} messages`,
+      );
+    }
+  }
+  const messages = values.map(classifyMessage);
+  const callsTool = messages.some(
+    (message) => message.kind === "request" && message.method === "tools/call",
+  );
+  if (callsTool && !task.keyedAccess) return { kind: "denied" };
+  // One budget for the whole body: a batch of calls is bounded as one `POST /verify` batch is.
+  const budget = new ResultBudget(context.maxResultBytes);
+  let parts: McpReplyPart[];
+  try {
+    parts = messages.flatMap((message) => answerMessage(message, batch, context, budget) ?? []);
+  } catch (error) {
+    if (!(error instanceof ResultBudgetExceeded)) throw error;
+    const single = !batch && messages[0]?.kind === "request" ? messages[0].id : null;
+    return refused(
+      JSON_RPC_ERRORS.invalidRequest,
+      `Invalid Request: the verdicts would hold more than ${error.limit} bytes of errors and reasons`,
+      resultTooLarge(error.limit),
+      single,
+    );
+  }
+  if (parts.length === 0) return { kind: "accepted" };
+  const statusCode = !batch && messages[0]?.kind === "invalid" ? 400 : 200;
+  return { kind: "reply", statusCode, batch, parts, callsTool };
+}

@@ -1,0 +1,32 @@
+/**
+ * The `get_revocations` tool's second half, on the main thread: reading the store is I/O.
+ * The worker has already checked the arguments. A found document goes into the response as
+ * its stored bytes (they were validated as a strict JSON document before being vouched for),
+ * so the main thread never parses it and the client gets what `GET /revocations/{issuer}`
+ * serves, byte for byte.
+ */
+import type { DocumentStore } from "../../../storage/document-store.js";
+import { dumpCompact } from "../../../verifier/json/dump.js";
+import { type RevocationDocumentCheck, readRevocationDocument } from "../revocations/documents.js";
+import type { RevocationsLookup } from "./answer.js";
+import { resultResponse, toolResult } from "./json-rpc.js";
+
+/** The tool's failures carry the error bodies of `GET /revocations/{issuer}`. */
+const FAILURES = {
+  not_found: { error: "no_document" },
+  invalid: { error: "stored_document_invalid" },
+} as const;
+
+/** The JSON-RPC response to a `get_revocations` call, as text. */
+export async function answerGetRevocations(
+  store: DocumentStore,
+  check: RevocationDocumentCheck,
+  lookup: RevocationsLookup,
+): Promise<string> {
+  const found = await readRevocationDocument(store, lookup.issuer, check);
+  const result =
+    found.status === "found"
+      ? toolResult(new TextDecoder().decode(found.bytes), false)
+      : toolResult(dumpCompact(FAILURES[found.status]), true);
+  return resultResponse(lookup.id, result);
+}

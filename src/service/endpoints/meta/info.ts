@@ -1,0 +1,242 @@
+/**
+ * `GET /info` (service.md §11): what the service is, which specs and verdicts it knows, its
+ * endpoints, the did:key that signs its receipts and reports, its limits and what it keeps.
+ * The endpoint list is read from the OpenAPI document, which is generated from the route
+ * schemas, so it cannot list a route that does not exist or miss one that does. Sections for
+ * services follow from the configuration (payments are null while `X402_PAY_TO` is unset).
+ */
+import type { FastifyInstance } from "fastify";
+import type { CorpusSummary } from "../../../conformance/corpus.js";
+import { OUTCOME_TABLE } from "../../../erc8004/outcome.js";
+import { DEFAULT_CHAIN_ID, DEFAULT_VALIDATION_REGISTRY } from "../../../erc8004/registry.js";
+import type { OfferKind, PaymentSettings } from "../../../payments/requirements.js";
+import { SUPPORTED_SPECS } from "../../../verifier/bundle/record-types.js";
+import { VERDICTS } from "../../../verifier/bundle/result.js";
+import {
+  DEFAULT_IMPLEMENTATION,
+  VERIFICATION_RECEIPT_KIND,
+} from "../../../verifier/verification-receipt/index.js";
+import { VERIFIER_VERSION } from "../../../verifier/version.js";
+import { SERVICE_NAME } from "../../service-name.js";
+import { crystalsInfo, crystalsInfoSchema } from "../crystals/route.js";
+
+const stringList = { type: "array", items: { type: "string" } } as const;
+const looseObject = { type: "object", additionalProperties: true } as const;
+
+const infoSchema = {
+  description: "what this service is: versions, endpoints, receipt issuer, limits, privacy",
+  response: {
+    200: {
+      type: "object",
+      required: [
+        "service",
+        "implementation",
+        "verifier_version",
+        "spec_versions",
+        "verdicts",
+        "endpoints",
+        "issuer",
+        "verification_receipt",
+        "conformance",
+        "crystals",
+        "limits",
+        "privacy",
+      ],
+      properties: {
+        service: { type: "string" },
+        implementation: { type: "string" },
+        verifier_version: { type: "string" },
+        spec_versions: stringList,
+        verdicts: stringList,
+        endpoints: {
+          type: "object",
+          description: '"METHOD /path" → what it does',
+          additionalProperties: { type: "string" },
+        },
+        issuer: {
+          type: "string",
+          description: "did:key of the service key (receipts, reports); service.md §8",
+        },
+        verification_receipt: {
+          type: "object",
+          properties: {
+            kind: { type: "string" },
+            version: { type: "integer" },
+            requested_with: { type: "string" },
+            digest_rule: { type: "string" },
+            records: { type: "string" },
+            consistency: { type: "string" },
+            verify_offline: { type: "string" },
+            issuer: { type: "string", description: "did:key of the current signing key" },
+          },
+        },
+        conformance: looseObject,
+        erc8004: {
+          type: "object",
+          description: "POST /erc8004/validate: its defaults, outcomes and signing address",
+          properties: {
+            endpoint: { type: "string" },
+            chain_id_default: { type: "integer" },
+            registry_default: { type: "string", description: "Validation Registry, EIP-55" },
+            outcomes: {
+              type: "array",
+              items: {
+                type: "object",
+                properties: {
+                  outcome: { type: "integer" },
+                  label: { type: "string" },
+                  verdicts: stringList,
+                },
+              },
+            },
+            validator_address: {
+              type: "string",
+              description: "EIP-55 address of the secp256k1 key that signs attestations",
+            },
+          },
+        },
+        crystals: crystalsInfoSchema,
+        limits: {
+          type: "object",
+          properties: {
+            max_body_bytes: { type: "integer" },
+            max_batch: { type: "integer" },
+            max_result_bytes: {
+              type: "integer",
+              description:
+                "bytes of errors and reasons the verdicts of one request (POST /verify, one " +
+                "POST /mcp body, POST /erc8004/validate) may hold; above it 400 result_too_large",
+            },
+            digest_cache: looseObject,
+          },
+        },
+        privacy: looseObject,
+        payments: {
+          description: "x402 terms, or null when payments are off",
+          type: ["object", "null"],
+          additionalProperties: true,
+        },
+      },
+    },
+  },
+} as const;
+
+/** USD text of an atomic amount of a USD stablecoin: 10000 (6 decimals) → "0.01". */
+function usd(atomic: bigint, decimals: number): string {
+  const text = atomic.toString().padStart(decimals + 1, "0");
+  const whole = text.slice(0, -decimals);
+  const fraction = text.slice(-decimals).replace(/0+$/, "").padEnd(2, "0");
+  return `${whole}.${fraction}`;
+}
+
+function paymentsInfo(settings: PaymentSettings | null) {
+  if (settings === null) return null;
+  const price = (kind: OfferKind) => ({
+    usd: usd(settings.prices[kind], settings.decimals),
+    atomic: settings.prices[kind].toString(),
+  });
+  return {
+    x402_versions: [1, 2],
+    scheme: "exact",
+    network: settings.network.caip2,
+    asset: settings.asset,
+    pay_to: settings.payTo,
+    prices: {
+      per_call: price("call"),
+      lease: { ...price("lease"), seconds: settings.leaseSeconds },
+      day_pass: { ...price("day"), seconds: settings.dayPassSeconds },
+    },
+    pass_routes: ["POST /erc8004/validate", "POST /crystals"],
+    pass_token_header: "X-Pass-Token",
+  };
+}
+
+interface OpenApiDocument {
+  paths?: Record<string, Record<string, { description?: string }>>;
+}
+
+const HTTP_METHODS = new Set(["get", "post", "put", "patch", "delete"]);
+
+/**
+ * `"POST /verify": description` for every documented operation, in registration order. CORS
+ * preflights (OPTIONS) are left out: they are not something a client calls for itself.
+ */
+function endpointsOf(document: OpenApiDocument): Record<string, string> {
+  const endpoints: Record<string, string> = {};
+  for (const [path, operations] of Object.entries(document.paths ?? {})) {
+    for (const [method, operation] of Object.entries(operations)) {
+      if (!HTTP_METHODS.has(method)) continue;
+      endpoints[`${method.toUpperCase()} ${path}`] = operation.description ?? "";
+    }
+  }
+  return endpoints;
+}
+
+export interface InfoRoutesOptions {
+  /** The deployed conformance corpus, or null (then `/conformance` answers 503). */
+  corpus: CorpusSummary | null;
+}
+
+export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOptions) {
+  const { limits } = app.serviceConfig;
+  let endpoints: Record<string, string> | undefined;
+  const info = () => {
+    endpoints ??= endpointsOf(app.swagger() as OpenApiDocument);
+    const issuer = app.serviceIdentity.signer().did;
+    return {
+      service: SERVICE_NAME,
+      implementation: DEFAULT_IMPLEMENTATION,
+      verifier_version: VERIFIER_VERSION,
+      spec_versions: SUPPORTED_SPECS,
+      verdicts: VERDICTS,
+      endpoints,
+      issuer,
+      verification_receipt: {
+        kind: VERIFICATION_RECEIPT_KIND,
+        version: 1,
+        requested_with: "POST /verify?receipt=1",
+        digest_rule: "bundle_digest = sha256 of the JCS (RFC 8785) bytes of the bundle object",
+        records: "verdict, error codes and entries, reasons, summary, verified_at, verifier",
+        consistency: "verdict and error_codes are checked against the lists they summarise",
+        verify_offline:
+          "Ed25519 over JCS of the receipt minus sig, under the did:key in issuer; or POST /verify-receipt",
+        issuer,
+      },
+      conformance: {
+        endpoint: "POST /conformance",
+        kind: "continuity-receipt-conformance",
+        version: 1,
+        verdicts: ["CONFORMANT", "PARTIAL", "NONCONFORMANT"],
+        submission:
+          '{"implementation":{"name",...},"results":{"bundles","verification_receipts","hostile_inputs"}}',
+        corpus: options.corpus,
+      },
+      erc8004: {
+        endpoint: "POST /erc8004/validate",
+        chain_id_default: DEFAULT_CHAIN_ID,
+        registry_default: DEFAULT_VALIDATION_REGISTRY,
+        outcomes: OUTCOME_TABLE,
+        validator_address: app.validatorAddress,
+      },
+      crystals: crystalsInfo(limits.maxCrystalCiphertextBytes),
+      limits: {
+        max_body_bytes: limits.maxBodyBytes,
+        max_batch: limits.maxBatch,
+        max_result_bytes: limits.maxResultBytes,
+        digest_cache: {
+          opt_in: "?cache=1",
+          ttl_s: limits.digestCacheTtlSeconds,
+          max_entries: limits.digestCacheMaxEntries,
+          stores: "verdict payloads only, in memory (Redis when distributed); never on disk",
+        },
+      },
+      payments: paymentsInfo(app.serviceConfig.payments.settings),
+      privacy: {
+        request_bodies: "never logged or stored, except documents you ask to host (anchors)",
+        logs: "request id, method, route template, status, latency; no query strings or IPs",
+        digest_cache: "opt-in per request; without ?cache=1 nothing about a request is kept",
+      },
+    };
+  };
+  app.get("/info", { schema: infoSchema, config: { access: "keyless" } }, async () => info());
+}

@@ -1,0 +1,9 @@
+/** Worker-thread side of `GET /revocations/{issuer}`: the stored document's signatures. */
+import { implementTask } from "../../tasks/worker.js";
+import { revocationDocumentProblems } from "./documents.js";
+import { checkRevocationDocumentTask } from "./tasks.js";
+
+export default implementTask(
+  checkRevocationDocumentTask,
+  (task) => revocationDocumentProblems(new Uint8Array(task.bytes), task.issuer).length === 0,
+);

@@ -1,0 +1,225 @@
+/**
+ * `POST /verify-receipt` from raw body bytes to response text (service.md §1). It runs on a
+ * worker thread (workers/verify-receipt.ts); the checks are the library's
+ * `verifyVerificationReceipt` (verifier.md §6.2), fed the way the CLI feeds them.
+ *
+ * Decisions where service.md is silent:
+ * - the two body forms are told apart by `kind`, which every receipt has: an object with a
+ *   `receipt` member and no `kind` member is the wrapped form, anything else is the receipt
+ *   itself (so a body that is not an object is answered `200` with `not_an_object`, a
+ *   verification failure like any other);
+ * - the wrapper's members are checked: an unknown member (a misspelt `revocations`, say) is
+ *   `400 bad_shape` instead of a check silently not run; `bundle` must be an object;
+ * - `revocations` is a list of statements (as the reference takes it), one revocation document
+ *   (what `GET /revocations/{issuer}` serves, what the CLI's `--revocations` reads), or a list
+ *   of documents. Documents are told from statements by their `kind`, read with the CLI's
+ *   loader checks (a document failing them is `400 bad_revocations_document`) and merged as
+ *   the CLI merges its sources, so the answer is the one the CLI gives for the same
+ *   documents. A list mixing both is `400 bad_shape`. URLs are not fetched: the client
+ *   inlines the document;
+ * - `bundle` and `bundle_bytes_b64` together → `400 ambiguous_bundle`;
+ * - `bundle_bytes_b64` is strict RFC 4648 §4 base64 (padded, no line breaks or whitespace,
+ *   zero pad bits), and the bytes must be strict UTF-8 JSON holding an object; anything else is
+ *   `400 bad_bundle_bytes`. The reference's CLI passes bytes to `json.loads`, which would also
+ *   take a BOM or UTF-16: refused here, as everywhere in this service.
+ */
+
+import { bodyValidator } from "../../../validation/body-validator.js";
+import { CodedError } from "../../../verifier/coded-error.js";
+import { dumpCompact } from "../../../verifier/json/dump.js";
+import { parseJson, StrictJsonError } from "../../../verifier/json/parse.js";
+import { isObject, type JsonObject, type JsonValue } from "../../../verifier/json/value.js";
+import {
+  isRevocationDocument,
+  RevocationLoadError,
+  revocationDocumentStatements,
+} from "../../../verifier/revocations/document.js";
+import { mergeStatements } from "../../../verifier/revocations/statements.js";
+import {
+  VERIFICATION_RECEIPT_KIND,
+  type VerifyReceiptOptions,
+  verifyVerificationReceipt,
+} from "../../../verifier/verification-receipt/index.js";
+import { SERVICE_NAME } from "../../service-name.js";
+
+export interface VerifyReceiptTask {
+  /** The raw request body, moved (not copied) to the worker. */
+  body: ArrayBuffer;
+}
+
+export interface VerifyReceiptAnswer {
+  statusCode: 200 | 400;
+  /** The response body, already serialised. */
+  json: string;
+}
+
+const receiptSchema = {
+  type: "object",
+  description:
+    "a verification receipt (verifier.md §6.1), checked as it is: a malformed receipt is a " +
+    "`200` with `valid: false`, not a refused request",
+  required: ["kind"],
+  properties: {
+    kind: { const: VERIFICATION_RECEIPT_KIND },
+    version: { const: 1 },
+    bundle_digest: { type: "string" },
+    verdict: { type: "string" },
+    verified_at: { type: "string" },
+    issuer: { type: "string" },
+    sig: { type: "object" },
+  },
+} as const;
+
+/** The wrapped form; the worker validates a wrapped body against this schema. */
+export const receiptRequestSchema = {
+  type: "object",
+  description: "a receipt with what to check it against; recognised by having no `kind` member",
+  required: ["receipt"],
+  additionalProperties: false,
+  properties: {
+    receipt: { description: "the verification receipt" },
+    bundle_bytes_b64: {
+      type: "string",
+      description:
+        "the bundle's JSON bytes in standard padded base64; checks that the receipt's " +
+        "bundle_digest is the digest of this bundle",
+    },
+    bundle: { type: "object", description: "the bundle, as an alternative to bundle_bytes_b64" },
+    revocations: {
+      type: ["array", "object"],
+      description:
+        "what to check the issuer key against (verifier.md §7): a list of revocation " +
+        "statements, one revocation document (`{kind: continuity-receipt-revocations, " +
+        "version: 1, statements}`, as `GET /revocations/{issuer}` serves it), or a list of " +
+        "documents, merged as the CLI merges repeated `--revocations`. Not both statements " +
+        "and documents in one list",
+    },
+  },
+} as const;
+
+export const verifyReceiptBodySchema = {
+  description: "a verification receipt, or a receipt wrapped with a bundle and revocations",
+  anyOf: [receiptSchema, receiptRequestSchema],
+} as const;
+
+const validateReceiptRequest = bodyValidator(receiptRequestSchema);
+
+const STANDARD_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** Strict base64: the bytes, or null. Re-encoding catches non-zero pad bits, a second spelling. */
+export function decodeStrictBase64(text: string): Buffer | null {
+  if (!STANDARD_BASE64.test(text)) return null;
+  const bytes = Buffer.from(text, "base64");
+  return bytes.toString("base64") === text ? bytes : null;
+}
+
+function answer(
+  statusCode: VerifyReceiptAnswer["statusCode"],
+  payload: unknown,
+): VerifyReceiptAnswer {
+  return { statusCode, json: dumpCompact(payload) };
+}
+
+/** A wrapped body that cannot be checked as asked: answered 400 with its code. */
+class RequestRefused extends CodedError<
+  "bad_shape" | "ambiguous_bundle" | "bad_bundle_bytes" | "bad_revocations_document"
+> {
+  override readonly name = "RequestRefused";
+}
+
+function bundleFromBase64(text: string): JsonObject {
+  const bytes = decodeStrictBase64(text);
+  if (bytes === null) {
+    throw new RequestRefused(
+      "bad_bundle_bytes",
+      "bundle_bytes_b64 is not standard base64 (RFC 4648 §4, padded, no whitespace)",
+    );
+  }
+  let bundle: JsonValue;
+  try {
+    bundle = parseJson(bytes);
+  } catch (error) {
+    if (!(error instanceof StrictJsonError)) throw error;
+    throw new RequestRefused(
+      "bad_bundle_bytes",
+      `bundle bytes are not valid JSON: ${error.message}`,
+    );
+  }
+  if (!isObject(bundle)) {
+    throw new RequestRefused("bad_bundle_bytes", "bundle bytes do not hold a JSON object");
+  }
+  return bundle;
+}
+
+/** The statements of `documents`, merged as the CLI merges its `--revocations` sources. */
+function documentsStatements(documents: readonly JsonValue[], where: (index: number) => string) {
+  return mergeStatements(
+    ...documents.map((document, index) => {
+      try {
+        return revocationDocumentStatements(document);
+      } catch (error) {
+        if (!(error instanceof RevocationLoadError)) throw error;
+        throw new RequestRefused("bad_revocations_document", `${where(index)}: ${error.detail}`);
+      }
+    }),
+  );
+}
+
+/** The statements `revocations` stands for: see the decisions at the top. */
+function revocationStatements(revocations: JsonValue | undefined): JsonValue[] | undefined {
+  if (isObject(revocations)) return documentsStatements([revocations], () => "revocations");
+  if (!Array.isArray(revocations)) return undefined;
+  const documents = revocations.filter(isRevocationDocument).length;
+  if (documents === 0) return revocations;
+  if (documents < revocations.length) {
+    throw new RequestRefused(
+      "bad_shape",
+      "revocations must be a list of statements or a list of revocation documents, not both",
+    );
+  }
+  return documentsStatements(revocations, (index) => `revocations[${index}]`);
+}
+
+interface ReceiptRequest {
+  receipt: JsonValue;
+  options: VerifyReceiptOptions;
+}
+
+function receiptRequest(body: JsonValue): ReceiptRequest {
+  if (!isObject(body) || !body.has("receipt") || body.has("kind")) {
+    return { receipt: body, options: {} };
+  }
+  const problem = validateReceiptRequest(body);
+  if (problem !== null) throw new RequestRefused("bad_shape", problem);
+  const bundle = body.get("bundle");
+  const bundleBytes = body.get("bundle_bytes_b64");
+  if (bundle !== undefined && bundleBytes !== undefined) {
+    throw new RequestRefused("ambiguous_bundle", "give bundle or bundle_bytes_b64, not both");
+  }
+  return {
+    receipt: body.get("receipt") ?? null,
+    options: {
+      bundle: typeof bundleBytes === "string" ? bundleFromBase64(bundleBytes) : bundle,
+      revocations: revocationStatements(body.get("revocations")),
+    },
+  };
+}
+
+export function answerVerifyReceiptRequest(bytes: Uint8Array): VerifyReceiptAnswer {
+  let body: JsonValue;
+  try {
+    body = parseJson(bytes);
+  } catch (error) {
+    if (!(error instanceof StrictJsonError)) throw error;
+    return answer(400, { error: "invalid_json", detail: error.message });
+  }
+  let request: ReceiptRequest;
+  try {
+    request = receiptRequest(body);
+  } catch (error) {
+    if (!(error instanceof RequestRefused)) throw error;
+    return answer(400, { error: error.code, detail: error.detail });
+  }
+  const check = verifyVerificationReceipt(request.receipt, request.options);
+  return answer(200, { ...check, service: SERVICE_NAME });
+}

@@ -1,0 +1,256 @@
+/**
+ * `POST /verify` from raw body bytes to response text (service.md §1). It runs on a worker
+ * thread (workers/verify.ts): the bytes are parsed exactly once, there, and the main thread
+ * only forwards the finished JSON text.
+ *
+ * Decisions where service.md is silent:
+ * - an empty batch (`{"bundles": []}`) is valid: 200 with `results: []` and `count: 0`;
+ * - a body nested deeper than the parser's limit (1,000 containers) is `400 invalid_json`:
+ *   it cannot be read as a value, so its form cannot be told;
+ * - with `?receipt=1`, a batch item that is not an object gets `verification_receipt_error`
+ *   instead of a receipt (there is no bundle to bind a receipt to);
+ * - the errors and reasons of all the verdicts of one request share one budget
+ *   (`maxResultBytes`); verification stops as soon as it is spent and the request gets
+ *   `400 result_too_large` with the limit (docs/service-decisions.md, "Result budget").
+ */
+import type { CachedVerdict } from "../../../cache/digest-cache.js";
+import { ResultBudget, ResultBudgetExceeded } from "../../../verifier/bundle/budget.js";
+import type { VerifyResult } from "../../../verifier/bundle/result.js";
+import { verifyBundle } from "../../../verifier/bundle/verify-bundle.js";
+import type { Ed25519Signer } from "../../../verifier/crypto/ed25519.js";
+import { dumpCompact } from "../../../verifier/json/dump.js";
+import { parseJson, StrictJsonError } from "../../../verifier/json/parse.js";
+import {
+  isArray,
+  isObject,
+  type JsonObject,
+  type JsonValue,
+} from "../../../verifier/json/value.js";
+import { formatUtcSeconds } from "../../../verifier/timestamps.js";
+import {
+  issueVerificationReceipt,
+  VerificationReceiptIssueError,
+} from "../../../verifier/verification-receipt/index.js";
+import { SERVICE_NAME } from "../../service-name.js";
+
+export const BAD_SHAPE_DETAIL =
+  'body must be a bundle object, {"bundle": {...}} or {"bundles": [...]}';
+
+export interface VerifyRequestContext {
+  maxBatch: number;
+  /** Bytes of errors and reasons the verdicts of one request may hold. */
+  maxResultBytes: number;
+  /** The current service key (it changes when the key is rotated). */
+  signer(): Ed25519Signer;
+}
+
+export interface VerifyFlags {
+  requireAnchor: boolean;
+  receipt: boolean;
+}
+
+export interface VerifyTask extends VerifyFlags {
+  /** The raw request body, moved (not copied) to the worker. */
+  body: ArrayBuffer;
+  /** `?cache=1`: a single bundle's answer comes back in parts, for the digest cache. */
+  cache?: boolean;
+}
+
+/** A verification remembered by the digest cache (`CachedVerdict` minus its storage time). */
+export type CacheableVerdict = Omit<CachedVerdict, "storedAtMs">;
+
+export type VerifyAnswer =
+  | {
+      statusCode: 200 | 400;
+      /** The response body, already serialised. */
+      json: string;
+    }
+  | {
+      statusCode: 200;
+      /** A single bundle verified with `?cache=1`: the caller caches it and answers. */
+      cacheable: CacheableVerdict;
+    };
+
+type VerifyBody =
+  | { form: "single"; bundle: JsonObject }
+  | { form: "batch"; bundles: JsonValue[] }
+  | { form: "bad_shape" };
+
+/** The detection order of service.md §1: batch, then `{"bundle": …}`, then a bare bundle. */
+function detectBody(body: JsonValue): VerifyBody {
+  if (!isObject(body)) return { form: "bad_shape" };
+  const bundles = body.get("bundles");
+  if (isArray(bundles)) return { form: "batch", bundles };
+  if (!body.has("bundle")) return { form: "single", bundle: body };
+  const bundle = body.get("bundle");
+  return isObject(bundle) ? { form: "single", bundle } : { form: "bad_shape" };
+}
+
+type VerdictPayload = VerifyResult & {
+  verification_receipt?: JsonObject;
+  verification_receipt_error?: string;
+};
+
+/** The refusal of a request whose verdicts would pass the result budget. */
+export function resultTooLarge(limit: number) {
+  return {
+    error: "result_too_large",
+    detail: `the verdicts would hold more than ${limit} bytes of errors and reasons; send fewer or smaller bundles per request`,
+    limit,
+  } as const;
+}
+
+function verdictPayload(
+  bundle: JsonValue,
+  flags: VerifyFlags,
+  signer: Ed25519Signer,
+  verifiedAt: string,
+  budget: ResultBudget,
+): VerdictPayload {
+  const result = verifyBundle(bundle, { requireAnchor: flags.requireAnchor, budget });
+  if (!flags.receipt) return result;
+  if (!isObject(bundle)) {
+    return { ...result, verification_receipt_error: "bundle is not an object" };
+  }
+  try {
+    const receipt = issueVerificationReceipt(bundle, result, signer, { verifiedAt });
+    return { ...result, verification_receipt: receipt };
+  } catch (error) {
+    if (!(error instanceof VerificationReceiptIssueError)) throw error;
+    return { ...result, verification_receipt_error: error.message };
+  }
+}
+
+/**
+ * A single bundle's verification for the digest cache. The receipt is always issued (one more
+ * signature) so that a later `?receipt=1` hit can be answered with it, byte for byte.
+ */
+function cacheableVerdict(
+  bundle: JsonObject,
+  flags: VerifyFlags,
+  signer: Ed25519Signer,
+  verifiedAt: string,
+  budget: ResultBudget,
+): CacheableVerdict {
+  const { verification_receipt, verification_receipt_error, ...result } = verdictPayload(
+    bundle,
+    { ...flags, receipt: true },
+    signer,
+    verifiedAt,
+    budget,
+  );
+  return {
+    verdictJson: dumpCompact(result),
+    receipt:
+      verification_receipt === undefined
+        ? { error: verification_receipt_error ?? "no receipt was issued" }
+        : { json: dumpCompact(verification_receipt) },
+    verifiedAt,
+  };
+}
+
+export interface CacheMember {
+  hit: boolean;
+  /** Whole seconds since the verdict was cached; hits only. */
+  ageSeconds?: number;
+}
+
+/**
+ * The response to a cached (or cacheable) single-bundle request: the verdict payload, the
+ * receipt when asked for, `cache`, then `service` — assembled from the stored JSON text, so
+ * a hit costs no parsing and no signature.
+ */
+export function cachedVerdictResponse(
+  entry: CacheableVerdict,
+  withReceipt: boolean,
+  cache: CacheMember,
+): string {
+  const parts = [entry.verdictJson.slice(0, -1)];
+  if (withReceipt) {
+    parts.push(
+      "json" in entry.receipt
+        ? `,"verification_receipt":${entry.receipt.json}`
+        : `,"verification_receipt_error":${dumpCompact(entry.receipt.error)}`,
+    );
+  }
+  const cacheMember =
+    cache.hit && cache.ageSeconds !== undefined
+      ? { hit: true, cached_at: entry.verifiedAt, age_s: cache.ageSeconds }
+      : { hit: cache.hit, cached_at: entry.verifiedAt };
+  parts.push(`,"cache":${dumpCompact(cacheMember)},"service":${dumpCompact(SERVICE_NAME)}}`);
+  return parts.join("");
+}
+
+/**
+ * The answer to one bundle (body forms 1 and 2): the verdict payload plus `service`. MCP's
+ * `verify_bundle` tool answers with exactly this, so its verdicts equal `POST /verify`'s.
+ * Throws `ResultBudgetExceeded` when `budget` runs out.
+ */
+export function singleBundlePayload(
+  bundle: JsonObject,
+  flags: VerifyFlags,
+  signer: Ed25519Signer,
+  budget: ResultBudget,
+  verifiedAt: string = formatUtcSeconds(),
+): VerdictPayload & { service: string } {
+  return {
+    ...verdictPayload(bundle, flags, signer, verifiedAt, budget),
+    service: SERVICE_NAME,
+  };
+}
+
+function answer(statusCode: VerifyAnswer["statusCode"], payload: unknown): VerifyAnswer {
+  return { statusCode, json: dumpCompact(payload) };
+}
+
+export function answerVerifyRequest(
+  bytes: Uint8Array,
+  flags: VerifyFlags & { cache?: boolean },
+  context: VerifyRequestContext,
+): VerifyAnswer {
+  let body: JsonValue;
+  try {
+    body = parseJson(bytes);
+  } catch (error) {
+    if (!(error instanceof StrictJsonError)) throw error;
+    return answer(400, { error: "invalid_json", detail: error.message });
+  }
+  const request = detectBody(body);
+  if (request.form === "bad_shape") {
+    return answer(400, { error: "bad_shape", detail: BAD_SHAPE_DETAIL });
+  }
+  if (request.form === "batch" && request.bundles.length > context.maxBatch) {
+    return answer(400, { error: "batch_too_large", limit: context.maxBatch });
+  }
+  const budget = new ResultBudget(context.maxResultBytes);
+  try {
+    return verifyDetected(request, flags, context, budget);
+  } catch (error) {
+    if (!(error instanceof ResultBudgetExceeded)) throw error;
+    return answer(400, resultTooLarge(error.limit));
+  }
+}
+
+function verifyDetected(
+  request: Exclude<VerifyBody, { form: "bad_shape" }>,
+  flags: VerifyFlags & { cache?: boolean },
+  context: VerifyRequestContext,
+  budget: ResultBudget,
+): VerifyAnswer {
+  // One timestamp per request: every receipt of a batch records the same verification run.
+  const verifiedAt = formatUtcSeconds();
+  const signer = context.signer();
+  if (request.form === "single" && flags.cache === true) {
+    return {
+      statusCode: 200,
+      cacheable: cacheableVerdict(request.bundle, flags, signer, verifiedAt, budget),
+    };
+  }
+  if (request.form === "single") {
+    return answer(200, singleBundlePayload(request.bundle, flags, signer, budget, verifiedAt));
+  }
+  const results = request.bundles.map((bundle) =>
+    verdictPayload(bundle, flags, signer, verifiedAt, budget),
+  );
+  return answer(200, { results, count: results.length, service: SERVICE_NAME });
+}

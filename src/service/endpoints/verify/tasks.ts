@@ -1,0 +1,5 @@
+/** The worker task of `POST /verify`: the route and `worker.ts` share this definition. */
+import { defineTask } from "../../tasks/define-task.js";
+import type { VerifyAnswer, VerifyTask } from "./answer.js";
+
+export const verifyTask = defineTask<VerifyTask, VerifyAnswer>("verify");

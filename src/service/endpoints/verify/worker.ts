@@ -1,0 +1,17 @@
+/**
+ * Worker-thread side of `POST /verify`. Thin on purpose: it hands the bytes to `answer.ts`,
+ * which calls the verifier library.
+ */
+import { implementTask, workerContext, workerIdentity } from "../../tasks/worker.js";
+import { answerVerifyRequest } from "./answer.js";
+import { verifyTask } from "./tasks.js";
+
+const requestContext = {
+  maxBatch: workerContext.maxBatch,
+  maxResultBytes: workerContext.maxResultBytes,
+  signer: () => workerIdentity().signer(),
+};
+
+export default implementTask(verifyTask, (task) =>
+  answerVerifyRequest(new Uint8Array(task.body), task, requestContext),
+);

@@ -1,0 +1,194 @@
+/**
+ * The service's one error model (service.md §0): every refusal is a JSON body
+ * `{error, detail?, limit?, …}` whose `error` is a stable snake_case code, and every code has
+ * exactly one HTTP status, kept in `ERROR_STATUS` below. Routes and worker tasks never pick a
+ * status for a code themselves: they build a `ServiceError` (thrown on the main thread) or an
+ * error `Answer` (returned from a worker, where errors cannot cross the thread boundary with
+ * their class), and both take the status from the table.
+ *
+ * Shaped after panva/jose and sigstore-js: one base error with a code union; the code is both
+ * a property of the instance and what a client sees.
+ */
+import type { FastifyReply } from "fastify";
+import { dumpCompact } from "../verifier/json/dump.js";
+import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
+import type { JsonValue } from "../verifier/json/value.js";
+
+/** Every public error code of the HTTP API and its one status. */
+export const ERROR_STATUS = {
+  // 400: the request cannot be read or is not of the endpoint's form.
+  bad_request: 400,
+  invalid_json: 400,
+  bad_shape: 400,
+  batch_too_large: 400,
+  result_too_large: 400,
+  conflicting_credentials: 400,
+  invalid_digest: 400,
+  invalid_proof_encoding: 400,
+  invalid_header_encoding: 400,
+  invalid_height: 400,
+  invalid_transaction_hash: 400,
+  bad_revocations_document: 400,
+  bad_submission: 400,
+  missing_section: 400,
+  submission_not_canonical: 400,
+  proof_rejected: 400,
+  // ERC-8004 request checks (erc8004-request.ts).
+  ambiguous_bundle: 400,
+  bad_bundle: 400,
+  bad_bundle_bytes: 400,
+  bad_chain_id: 400,
+  bad_registry_address: 400,
+  bad_registry_checksum: 400,
+  bad_request_id: 400,
+  bad_task_hash: 400,
+  missing_bundle: 400,
+  missing_request_id: 400,
+  missing_task_hash: 400,
+  // Crystal envelopes (crystals/envelope.ts) and tenancy.
+  bad_envelope: 400,
+  missing_member: 400,
+  unknown_member: 400,
+  unsupported_spec: 400,
+  unsupported_cipher: 400,
+  invalid_crystal_id: 400,
+  invalid_parent_crystal_id: 400,
+  invalid_tenant_hash: 400,
+  invalid_nonce: 400,
+  invalid_ciphertext: 400,
+  invalid_size_bytes: 400,
+  size_mismatch: 400,
+  invalid_created_at: 400,
+  invalid_metadata_public: 400,
+  metadata_too_large: 400,
+  crystal_id_mismatch: 400,
+  missing_tenant: 400,
+  ambiguous_tenant: 400,
+  // 401/402/403: who may call.
+  missing_key: 401,
+  invalid_key: 401,
+  internal_token_required: 401,
+  payment_required: 402,
+  loopback_only: 403,
+  origin_not_allowed: 403,
+  tenant_forbidden: 403,
+  // 404/405/406/408/409/413/415/417/422/429/431.
+  not_found: 404,
+  no_document: 404,
+  anchor_not_found: 404,
+  receipt_not_found: 404,
+  crystal_not_found: 404,
+  method_not_allowed: 405,
+  not_acceptable: 406,
+  request_timeout: 408,
+  crystal_conflict: 409,
+  body_too_large: 413,
+  ciphertext_too_large: 413,
+  unsupported_media_type: 415,
+  expectation_failed: 417,
+  bundle_not_canonicalizable: 422,
+  task_hash_unbound: 422,
+  parent_not_found: 422,
+  daily_cap_reached: 429,
+  headers_too_large: 431,
+  // 5xx: the service, or what it depends on, cannot answer now.
+  internal_error: 500,
+  stored_document_invalid: 500,
+  facilitator_unreachable: 502,
+  facilitator_error: 502,
+  facilitator_bad_response: 502,
+  overloaded: 503,
+  too_many_connections: 503,
+  store_unavailable: 503,
+  anchor_store_unavailable: 503,
+  settlement_store_unavailable: 503,
+  crystal_store_unavailable: 503,
+  nonce_ledger_unavailable: 503,
+  payments_unavailable: 503,
+  corpus_not_deployed: 503,
+  facilitator_timeout: 504,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+export type ErrorStatus<Code extends ErrorCode> = (typeof ERROR_STATUS)[Code];
+
+/** Members an error body may carry besides `error` (errorResponseSchema). */
+export interface ErrorFields {
+  detail?: string;
+  limit?: number;
+  hint?: string;
+  docs?: string;
+}
+
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(ERROR_STATUS, code);
+}
+
+/** A refusal raised on the main thread; the error handler answers it from the table. */
+export class ServiceError<Code extends ErrorCode = ErrorCode> extends Error {
+  override readonly name = "ServiceError";
+  readonly status: ErrorStatus<Code>;
+
+  constructor(
+    readonly code: Code,
+    readonly fields: ErrorFields = {},
+  ) {
+    super(fields.detail === undefined ? code : `${code}: ${fields.detail}`);
+    this.status = ERROR_STATUS[code];
+  }
+
+  /** The body a client sees: the code first, then the given members in a fixed order. */
+  body(): { error: Code } & ErrorFields {
+    return { error: this.code, ...this.fields };
+  }
+}
+
+/**
+ * What a route sends: a status and a body already serialised (worker tasks answer with it, so
+ * the main thread forwards text and never re-serialises a verdict).
+ */
+export interface Answer<Status extends number = number> {
+  statusCode: Status;
+  json: string;
+}
+
+export function answer<Status extends number>(
+  statusCode: Status,
+  payload: unknown,
+): Answer<Status> {
+  return { statusCode, json: dumpCompact(payload) };
+}
+
+/** The answer to a refusal, with its status from the table. */
+export function errorAnswer<Code extends ErrorCode>(
+  code: Code,
+  fields: ErrorFields = {},
+): Answer<ErrorStatus<Code>> {
+  return answer(ERROR_STATUS[code], { error: code, ...fields });
+}
+
+export function sendAnswer(reply: FastifyReply, { statusCode, json }: Answer): FastifyReply {
+  return reply.code(statusCode).type("application/json; charset=utf-8").send(json);
+}
+
+/**
+ * Parses a request body strictly (verifier.md §1.2); a body that is not strict JSON is
+ * `ServiceError("invalid_json")` with the parser's reason. Worker tasks catch it and answer
+ * with `errorAnswerOf`.
+ */
+export function parseRequestJson(bytes: Uint8Array): JsonValue {
+  try {
+    return parseJson(bytes);
+  } catch (error) {
+    if (error instanceof StrictJsonError) {
+      throw new ServiceError("invalid_json", { detail: error.message });
+    }
+    throw error;
+  }
+}
+
+/** A worker's `ServiceError` as the answer the main thread forwards; anything else rethrows. */
+export function errorAnswerOf(error: unknown): Answer {
+  if (error instanceof ServiceError) return answer(error.status, error.body());
+  throw error;
+}

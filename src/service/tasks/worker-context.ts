@@ -1,0 +1,13 @@
+/**
+ * What every worker thread of the CPU pool is given once, at start (Piscina `workerData`).
+ * Only plain data: each worker opens its own view of the service key from `dataDir`
+ * (`ServiceIdentity`), so a rotation reaches the threads without a restart.
+ */
+export interface WorkerContext {
+  dataDir: string;
+  /** The conformance corpus, or null when none is deployed. */
+  corpusDir: string | null;
+  maxBatch: number;
+  /** The result budget of one request (`ServiceLimits.maxResultBytes`). */
+  maxResultBytes: number;
+}

@@ -1,0 +1,35 @@
+/**
+ * The worker-thread side of the CPU pool, imported only by task modules
+ * (`src/service/endpoints/<name>/task.ts`): the context the pool was started with, this
+ * thread's view of the service signing key, and `implementTask`, which every task module's
+ * default export goes through.
+ */
+import { workerData } from "node:worker_threads";
+import { ServiceIdentity } from "../service-key.js";
+import type { TaskDefinition } from "./define-task.js";
+import type { WorkerContext } from "./worker-context.js";
+import { releasingHeap } from "./worker-heap.js";
+
+export const workerContext = workerData as WorkerContext;
+
+let identity: ServiceIdentity | undefined;
+
+/**
+ * This thread's view of the service key, opened from `dataDir` on first use (tasks that sign
+ * nothing never need a key), so a key rotation reaches the threads by itself.
+ */
+export function workerIdentity(): ServiceIdentity {
+  identity ??= ServiceIdentity.open(workerContext.dataDir);
+  return identity;
+}
+
+/**
+ * A task module's default export: `run`, checked against the definition's input and output
+ * types, releasing the thread's heap after each task (`worker-heap.ts`).
+ */
+export function implementTask<Input, Output>(
+  _task: TaskDefinition<Input, Output>,
+  run: (input: Input) => Output,
+): (input: Input) => Output {
+  return releasingHeap(run);
+}

@@ -1,0 +1,412 @@
+/**
+ * x402 end to end (service.md §9, protocols.md §1): a client reads the 402, signs a real
+ * EIP-3009 authorization with a generated wallet, and pays through the local facilitator peer
+ * (which recovers the signer and settles once per nonce). Then: the receipt header, the signed
+ * settlement receipt at /receipts/{tx}, replays, local refusals, a facilitator that is down,
+ * and the lease and day pass of the pass routes.
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { createServer } from "node:net";
+import { after, before, describe, test } from "node:test";
+import type { PrivateKeyAccount } from "viem/accounts";
+import { sealCrystal, tenantHashOf } from "../../../src/crystals/client.js";
+import type { Authorization } from "../../../src/payments/codec.js";
+import { startFacilitatorPeer } from "../../../src/payments/facilitator-peer.js";
+import type { Hex } from "../../../src/payments/formats.js";
+import { type PaymentSettings, requirementFromWire } from "../../../src/payments/requirements.js";
+import { verifyEd25519 } from "../../../src/verifier/crypto/ed25519.js";
+import { canonicalBytes } from "../../../src/verifier/json/canonical.js";
+import { parseJson } from "../../../src/verifier/json/parse.js";
+import { fromPlain, isObject, type JsonObject } from "../../../src/verifier/json/value.js";
+import {
+  fromHeader,
+  highS,
+  NOW_MS,
+  NOW_S,
+  signAuthorization,
+  testSettings,
+  toHeader,
+  v1Payment,
+  v2Payment,
+  wallet,
+} from "../../payments/support.js";
+import { corpusBytes } from "../../support/corpus.js";
+import { startTestService, type TestService } from "../support/service.js";
+
+const GOOD = corpusBytes("vectors/01_happy_minimal.json");
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  body: string;
+}
+
+type Version = 1 | 2;
+
+interface Offer {
+  version: Version;
+  /** The offer as the challenge states it (v1 `accepts[i]` or v2 `accepts[i]`). */
+  wire: JsonObject;
+}
+
+/** Reads the i-th offer of a 402 the way a client does: v1 from the body, v2 from the header. */
+function offerOf(challenge: Answer, version: Version, index = 0): Offer {
+  assert.equal(challenge.status, 402, challenge.body);
+  const source =
+    version === 1
+      ? JSON.parse(challenge.body)
+      : fromHeader(String(challenge.headers["payment-required"]));
+  const accepts = (source as { accepts: unknown[] }).accepts;
+  const wire = fromPlain(accepts[index]);
+  assert.ok(isObject(wire));
+  return { version, wire };
+}
+
+/** The payment header for `offer`, signed by `payer` (with `overrides` in what is signed). */
+async function paymentHeader(
+  offer: Offer,
+  payer: PrivateKeyAccount,
+  overrides: Partial<Authorization> = {},
+  signature?: (signed: Hex) => Hex,
+): Promise<Record<string, string>> {
+  const requirement = requirementFromWire(offer.wire, offer.version);
+  const signed = await signAuthorization(payer, requirement, overrides);
+  if (signature) signed.signature = signature(signed.signature);
+  if (offer.version === 1) {
+    const network = String(offer.wire.get("network"));
+    return { "x-payment": toHeader(v1Payment(network, signed)) };
+  }
+  return { "payment-signature": toHeader(v2Payment(offer.wire, signed)) };
+}
+
+async function closedPortUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  assert.ok(address && typeof address === "object");
+  return `http://127.0.0.1:${address.port}/`;
+}
+
+function paymentsConfig(settings: PaymentSettings, facilitatorUrl: string) {
+  return { payments: { settings, facilitatorUrl, publicBaseUrl: "https://receiptd.example" } };
+}
+
+describe("x402 through the local facilitator", () => {
+  const clock = { now: NOW_MS };
+  let peer: { url: string; close(): Promise<void> };
+  let service: TestService;
+  const payer = wallet();
+
+  const call = async (
+    method: "GET" | "POST",
+    url: string,
+    headers: Record<string, string> = {},
+    payload?: Buffer | string,
+  ): Promise<Answer> => {
+    const response = await service.app.inject({ method, url, headers, payload });
+    return { status: response.statusCode, headers: response.headers, body: response.body };
+  };
+  const verify = (headers: Record<string, string> = {}, payload: Buffer | string = GOOD) =>
+    call("POST", "/verify", headers, payload);
+
+  before(async () => {
+    peer = await startFacilitatorPeer({ clock: () => NOW_MS });
+    service = await startTestService(paymentsConfig(testSettings(), peer.url), {
+      clock: () => clock.now,
+      anonymous: true,
+    });
+  });
+  after(async () => {
+    await service.close();
+    await peer.close();
+  });
+
+  test("no credential: 402 with the v1 body and the v2 PAYMENT-REQUIRED header", async () => {
+    const challenge = await verify();
+    assert.equal(challenge.status, 402);
+    const v1 = JSON.parse(challenge.body);
+    assert.equal(v1.x402Version, 1);
+    assert.equal(v1.error, "payment_required");
+    assert.equal(v1.accepts.length, 1);
+    assert.equal(v1.accepts[0].scheme, "exact");
+    assert.equal(v1.accepts[0].maxAmountRequired, "10000");
+    assert.equal(v1.accepts[0].resource, "https://receiptd.example/verify");
+    const v2 = fromHeader(String(challenge.headers["payment-required"])) as {
+      x402Version: number;
+      accepts: { network: string; amount: string }[];
+    };
+    assert.equal(v2.x402Version, 2);
+    assert.equal(v2.accepts[0]?.network, "eip155:8453");
+    assert.equal(v2.accepts[0]?.amount, "10000");
+  });
+
+  for (const version of [1, 2] as const) {
+    test(`v${version}: pay → 200 with the receipt header → a signed settlement receipt`, async () => {
+      const offer = offerOf(await verify(), version);
+      const headers = await paymentHeader(offer, payer);
+      const paid = await verify(headers);
+      assert.equal(paid.status, 200, paid.body);
+      assert.equal(JSON.parse(paid.body).verdict, "TRUSTED");
+      assert.equal(paid.headers["x-ratelimit-limit"], "1000");
+
+      const headerName = version === 1 ? "x-payment-response" : "payment-response";
+      const settlement = fromHeader(String(paid.headers[headerName])) as {
+        success: boolean;
+        transaction: string;
+        network: string;
+        payer: string;
+      };
+      assert.equal(settlement.success, true);
+      assert.match(settlement.transaction, /^0x[0-9a-f]{64}$/);
+      assert.equal(settlement.network, version === 1 ? "base" : "eip155:8453");
+      assert.equal(settlement.payer, payer.address);
+
+      // The settlement receipt is stored through the settlements queue, after the response.
+      let stored: Answer | undefined;
+      for (let attempt = 0; attempt < 200; attempt += 1) {
+        stored = await call("GET", `/receipts/${settlement.transaction}`);
+        if (stored.status === 200) break;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.equal(stored?.status, 200, stored?.body);
+      const document = parseJson(stored?.body ?? "");
+      assert.ok(isObject(document));
+      const receipt = document.get("receipt");
+      assert.ok(isObject(receipt));
+      assert.equal(receipt.get("kind"), "svc.payment-receipt");
+      assert.equal(receipt.get("tx"), settlement.transaction);
+      assert.equal(receipt.get("path"), "/verify");
+      assert.equal(receipt.get("amount"), "10000");
+      assert.equal(receipt.get("network"), "eip155:8453");
+      const issuer = String(receipt.get("issuer"));
+      assert.equal(issuer, service.app.serviceIdentity.signer().did);
+      const sig = receipt.get("sig");
+      assert.ok(isObject(sig));
+      assert.equal(
+        verifyEd25519(issuer, canonicalBytes(receipt, "sig"), String(sig.get("value"))),
+        true,
+      );
+
+      const replay = await verify(headers);
+      assert.equal(replay.status, 402);
+      assert.equal(JSON.parse(replay.body).error, "nonce_already_used");
+    });
+  }
+
+  test("a refused request is not settled: the same authorization still pays later", async () => {
+    const headers = await paymentHeader(offerOf(await verify(), 2), payer);
+    const refused = await verify(headers, '{"a":1,"a":2}');
+    assert.equal(refused.status, 400);
+    assert.equal(refused.headers["payment-response"], undefined);
+    const paid = await verify(headers);
+    assert.equal(paid.status, 200, paid.body);
+    assert.ok(paid.headers["payment-response"]);
+  });
+
+  test("refusals after the payer is known cost the payer's cap nothing", async () => {
+    const own = wallet();
+    const offer = offerOf(await verify(), 2);
+    const headers = await paymentHeader(offer, own);
+    const first = await verify(headers);
+    assert.equal(first.status, 200, first.body);
+    assert.equal(first.headers["x-ratelimit-remaining"], "999");
+    // A replay (402), a bad body (400, not settled) and a settled result (200), in turn.
+    const replay = await verify(headers);
+    assert.equal(replay.status, 402);
+    assert.equal(replay.headers["x-ratelimit-remaining"], "999");
+    const next = await paymentHeader(offer, own);
+    const invalid = await verify(next, '{"a":1,"a":2}');
+    assert.equal(invalid.status, 400);
+    assert.equal(invalid.headers["x-ratelimit-remaining"], "999");
+    const paid = await verify(next);
+    assert.equal(paid.status, 200, paid.body);
+    assert.equal(paid.headers["x-ratelimit-remaining"], "998");
+  });
+
+  test("an API key needs no payment", async () => {
+    const { key } = await service.app.accessServices.keys.create({ name: "keyed-client" });
+    const answer = await verify({ "x-svc-key": key });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers["payment-response"], undefined);
+  });
+
+  describe("lease and day pass", () => {
+    const validation = () => {
+      const bundle = parseJson(GOOD);
+      assert.ok(isObject(bundle));
+      const taskId = String(bundle.get("task_id"));
+      const taskHash = `sha256:${sha256Hex(taskId)}`;
+      return `{"request_id":"0x${"11".repeat(32)}","task_hash":"${taskHash}","bundle":${GOOD.toString("utf8")}}`;
+    };
+    const tenant = tenantHashOf("x402 test tenant");
+    const crystal = () =>
+      JSON.stringify(
+        sealCrystal({
+          plaintext: Buffer.from("state"),
+          key: Buffer.alloc(32, 7),
+          tenantHash: tenant,
+          createdAt: "2026-01-01T00:00:00Z",
+        }),
+      );
+
+    test("a lease opens /erc8004/validate for 5 minutes, then 402", async () => {
+      clock.now = NOW_MS;
+      const challenge = await call("POST", "/erc8004/validate", {}, validation());
+      const offers = JSON.parse(challenge.body).accepts as { maxAmountRequired: string }[];
+      assert.deepEqual(
+        offers.map((offer) => offer.maxAmountRequired),
+        ["10000", "500000"],
+      );
+      const paid = await call(
+        "POST",
+        "/erc8004/validate",
+        await paymentHeader(offerOf(challenge, 2, 0), payer),
+        validation(),
+      );
+      assert.equal(paid.status, 200, paid.body);
+      assert.ok(paid.headers["payment-response"]);
+      const pass = String(paid.headers["x-pass-token"]);
+      assert.match(pass, /^pass_/);
+
+      clock.now = NOW_MS + 299_000;
+      const again = await call("POST", "/erc8004/validate", { "x-pass-token": pass }, validation());
+      assert.equal(again.status, 200, again.body);
+      assert.equal(again.headers["payment-response"], undefined);
+      const bearer = await call(
+        "POST",
+        "/erc8004/validate",
+        { authorization: `Bearer ${pass}` },
+        validation(),
+      );
+      assert.equal(bearer.status, 200, bearer.body);
+
+      const elsewhere = await call("POST", "/crystals", { "x-pass-token": pass }, crystal());
+      assert.equal(elsewhere.status, 402);
+      assert.equal(JSON.parse(elsewhere.body).error, "pass_scope_mismatch");
+
+      clock.now = NOW_MS + 300_000;
+      const expired = await call(
+        "POST",
+        "/erc8004/validate",
+        { "x-pass-token": pass },
+        validation(),
+      );
+      assert.equal(expired.status, 402);
+      assert.equal(JSON.parse(expired.body).error, "pass_expired");
+    });
+
+    test("a day pass opens /crystals for 24 hours, then 402", async () => {
+      clock.now = NOW_MS;
+      const challenge = await call("POST", "/crystals", {}, crystal());
+      const paid = await call(
+        "POST",
+        "/crystals",
+        await paymentHeader(offerOf(challenge, 1, 1), payer),
+        crystal(),
+      );
+      assert.equal(paid.status, 201, paid.body);
+      const pass = String(paid.headers["x-pass-token"]);
+
+      clock.now = NOW_MS + 86_399_000;
+      const later = await call("POST", "/crystals", { "x-pass-token": pass }, crystal());
+      assert.equal(later.status, 201, later.body);
+
+      clock.now = NOW_MS + 86_400_000;
+      const expired = await call("POST", "/crystals", { "x-pass-token": pass }, crystal());
+      assert.equal(expired.status, 402);
+      assert.equal(JSON.parse(expired.body).error, "pass_expired");
+      clock.now = NOW_MS;
+    });
+  });
+});
+
+describe("x402 refusals that never reach the facilitator", () => {
+  let service: TestService;
+  const payer = wallet();
+  before(async () => {
+    // Nothing listens at the facilitator URL: a call to it would answer 502, not 402.
+    service = await startTestService(paymentsConfig(testSettings(), await closedPortUrl()), {
+      clock: () => NOW_MS,
+      anonymous: true,
+    });
+  });
+  after(() => service.close());
+
+  const verify = async (headers: Record<string, string> = {}): Promise<Answer> => {
+    const response = await service.app.inject({
+      method: "POST",
+      url: "/verify",
+      headers,
+      payload: GOOD,
+    });
+    return { status: response.statusCode, headers: response.headers, body: response.body };
+  };
+
+  const cases: [string, Partial<Authorization>, ((signature: Hex) => Hex) | undefined, string][] = [
+    [
+      "a wrong amount",
+      { value: 9_999n },
+      undefined,
+      "invalid_exact_evm_payload_authorization_value",
+    ],
+    [
+      "a wrong payee",
+      { to: "0x000000000000000000000000000000000000dEaD" },
+      undefined,
+      "invalid_exact_evm_payload_recipient_mismatch",
+    ],
+    [
+      "an expired authorization",
+      { validBefore: NOW_S - 1n },
+      undefined,
+      "invalid_exact_evm_payload_authorization_valid_before",
+    ],
+    ["a high-s signature", {}, highS, "signature_high_s"],
+  ];
+  for (const [name, overrides, signature, code] of cases) {
+    test(`${name} → 402 ${code}`, async () => {
+      const offer = offerOf(await verify(), 1);
+      const answer = await verify(await paymentHeader(offer, payer, overrides, signature));
+      assert.equal(answer.status, 402);
+      assert.equal(JSON.parse(answer.body).error, code);
+      assert.ok(answer.headers["payment-required"]);
+    });
+  }
+
+  test("a valid payment with the facilitator down → 502 and no verdict delivered", async () => {
+    const offer = offerOf(await verify(), 2);
+    const answer = await verify(await paymentHeader(offer, payer));
+    assert.equal(answer.status, 502);
+    assert.deepEqual(JSON.parse(answer.body), { error: "facilitator_unreachable" });
+    assert.ok(!answer.body.includes("verdict"));
+  });
+});
+
+function sha256Hex(text: string): string {
+  return createHash("sha256").update(text, "utf8").digest("hex");
+}
+
+describe("GET /info with payments on", () => {
+  test("publishes the x402 terms", async () => {
+    const service = await startTestService(paymentsConfig(testSettings(), "http://127.0.0.1:9/"), {
+      anonymous: true,
+    });
+    try {
+      const info = (await service.app.inject({ method: "GET", url: "/info" })).json();
+      assert.deepEqual(info.payments.x402_versions, [1, 2]);
+      assert.equal(info.payments.network, "eip155:8453");
+      assert.equal(info.payments.pay_to, "0x209693Bc6afc0C5328bA36FaF03C514EF312287C");
+      assert.deepEqual(info.payments.prices.per_call, { usd: "0.01", atomic: "10000" });
+      assert.deepEqual(info.payments.prices.lease, { usd: "0.01", atomic: "10000", seconds: 300 });
+      assert.deepEqual(info.payments.prices.day_pass, {
+        usd: "0.50",
+        atomic: "500000",
+        seconds: 86_400,
+      });
+    } finally {
+      await service.close();
+    }
+  });
+});
