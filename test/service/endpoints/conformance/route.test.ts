@@ -7,7 +7,6 @@ import { after, before, describe, test } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { conformanceReportProblems } from "../../../../src/conformance/report.js";
 import { sha256Digest } from "../../../../src/verifier/crypto/digest.js";
-import { verifyEd25519 } from "../../../../src/verifier/crypto/ed25519.js";
 import { canonicalBytes } from "../../../../src/verifier/json/canonical.js";
 import { dumpCompact } from "../../../../src/verifier/json/dump.js";
 import { parseJson } from "../../../../src/verifier/json/parse.js";

@@ -6,10 +6,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { corpusBytes } from "../support/corpus.js";
-import { startTestService, type TestService } from "./support/service.js";
+import { corpusBytes } from "../../support/corpus.js";
+import { startTestService, type TestService } from "../support/service.js";
 
-const repository = new URL("../../", import.meta.url);
+const repository = new URL("../../../", import.meta.url);
 
 /** GitHub's anchor for a markdown heading: lower case, punctuation dropped, spaces to hyphens. */
 function headingAnchor(heading: string): string {

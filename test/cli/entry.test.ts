@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { parseArgs } from "node:util";
-import { usageErrorText } from "../src/cli/entry.js";
+import { usageErrorText } from "../../src/cli/entry.js";
 
 function refusal(args: string[], allowPositionals: boolean): Error {
   try {
