@@ -18,8 +18,16 @@ function formatRate(value: number): string {
   return Math.abs(value) >= 100 ? wholeNumber.format(value) : oneDecimal.format(value);
 }
 
-function formatMiB(value: number | null | undefined): string {
-  return value === null || value === undefined ? "—" : wholeNumber.format(value);
+const BYTES_PER_MIB = 2 ** 20;
+
+/**
+ * RSS is measured in MiB (`peakRssMiB`) but shown in MB (10^6 bytes), the unit the memory
+ * goal is stated in, so the column and the goal can be compared without converting.
+ */
+function formatMB(mebibytes: number | null | undefined): string {
+  return mebibytes === null || mebibytes === undefined
+    ? "—"
+    : wholeNumber.format((mebibytes * BYTES_PER_MIB) / 1e6);
 }
 
 const numberWords = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight"];
@@ -65,12 +73,12 @@ function columnsFor(run: BenchRun): Column[] {
     { header: "p99 ms", numeric: true, cell: (r) => oneDecimal.format(r.latencyMs.p99) },
     { header: "errors", numeric: true, cell: (r) => wholeNumber.format(r.errors) },
     {
-      header: hasWorker ? "peak MiB svc/worker" : "peak RSS MiB",
+      header: hasWorker ? "peak MB svc/worker" : "peak RSS MB",
       numeric: true,
       cell: (r) =>
         r.workerPeakRssMiB === undefined
-          ? formatMiB(r.peakRssMiB)
-          : `${formatMiB(r.peakRssMiB)} / ${formatMiB(r.workerPeakRssMiB)}`,
+          ? formatMB(r.peakRssMiB)
+          : `${formatMB(r.peakRssMiB)} / ${formatMB(r.workerPeakRssMiB)}`,
     },
     {
       header: "of ceiling",
@@ -182,6 +190,7 @@ const BAR_HEIGHT = 16;
 const BAR_GAP = 4;
 const TARGET_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1"];
 const MAX_REASON_LENGTH = 48;
+const BAR_ROOM = PANEL_WIDTH - 2 * MARGIN - VALUE_LABEL_ROOM;
 
 function truncate(text: string, limit: number): string {
   const characters = [...singleLine(text)];
@@ -192,6 +201,43 @@ function truncate(text: string, limit: number): string {
 
 function svgText(x: number, y: number, content: string, attributes = ""): string {
   return `<text x="${x.toFixed(1)}" y="${y}"${attributes}>${escapeXml(content)}</text>`;
+}
+
+/** 1, 10, 100, 1k, …; 0.1, 0.01 below one. */
+function decadeLabel(exponent: number): string {
+  if (exponent < 0) return (10 ** exponent).toFixed(-exponent);
+  if (exponent < 3) return String(10 ** exponent);
+  if (exponent < 6) return `${10 ** (exponent - 3)}k`;
+  return `${10 ** (exponent - 6)}M`;
+}
+
+/**
+ * A logarithmic axis over whole decades, from a decade below the smallest value (so the
+ * shortest bar is at least a decade long) to the one at or above the largest. Rates of different units
+ * (bundles/s, requests/s, receipts/s) and latencies from a millisecond to seconds then stay
+ * readable side by side: one slow bar no longer flattens the rest, and each bar is labelled
+ * with its value and unit.
+ */
+export interface LogAxis {
+  /** Exponents of the decades drawn as grid lines, low to high. */
+  decades: number[];
+  /** Bar length for `value`; 0 for values the axis cannot show (zero, negative, not finite). */
+  length(value: number): number;
+}
+
+export function logAxis(values: readonly number[], room: number): LogAxis {
+  const shown = values.filter((value) => Number.isFinite(value) && value > 0);
+  if (shown.length === 0) return { decades: [], length: () => 0 };
+  const low = Math.floor(Math.log10(Math.min(...shown))) - 1;
+  const high = Math.max(low + 1, Math.ceil(Math.log10(Math.max(...shown))));
+  const decades = Array.from({ length: high - low + 1 }, (_, index) => low + index);
+  return {
+    decades,
+    length: (value) =>
+      Number.isFinite(value) && value > 0
+        ? Math.max(0, (room * (Math.log10(value) - low)) / (high - low))
+        : 0,
+  };
 }
 
 export function renderSvg(run: BenchRun): string {
@@ -206,26 +252,22 @@ export function renderSvg(run: BenchRun): string {
   const measured = run.results.filter((result) => result.skipped === undefined);
   const panels = [
     {
-      heading: "throughput (items/s)",
+      heading: "throughput, log scale (each bar in its unit/s)",
       value: (r: ScenarioResult) => r.itemsPerSecond,
       label: (r: ScenarioResult) => `${formatRate(r.itemsPerSecond)} ${r.unit}/s`,
     },
     {
-      heading: "p99 latency (ms)",
+      heading: "p99 latency (ms), log scale",
       value: (r: ScenarioResult) => r.latencyMs.p99,
       label: (r: ScenarioResult) => `${oneDecimal.format(r.latencyMs.p99)} ms`,
     },
-  ].map((panel, index) => {
-    const maximum = Math.max(0, ...measured.map(panel.value).filter(Number.isFinite));
-    const barRoom = PANEL_WIDTH - 2 * MARGIN - VALUE_LABEL_ROOM;
-    return {
-      ...panel,
-      left: index * PANEL_WIDTH + MARGIN,
-      scale: maximum > 0 ? barRoom / maximum : 0,
-    };
-  });
+  ].map((panel, index) => ({
+    ...panel,
+    left: index * PANEL_WIDTH + MARGIN,
+    axis: logAxis(measured.map(panel.value), BAR_ROOM),
+  }));
 
-  const body: string[] = [
+  const header: string[] = [
     svgText(
       MARGIN,
       28,
@@ -237,33 +279,35 @@ export function renderSvg(run: BenchRun): string {
   ];
   let legendX = MARGIN;
   for (const target of targets) {
-    body.push(
+    header.push(
       `<rect class="swatch" x="${legendX}" y="78" width="12" height="12" fill="${colourOf(target)}"/>`,
       svgText(legendX + 16, 89, target, ' class="label"'),
     );
     legendX += 16 + 7 * displayLength(target) + 24;
   }
-  for (const panel of panels)
-    body.push(svgText(panel.left, 118, panel.heading, ' class="heading"'));
+  for (const panel of panels) {
+    header.push(svgText(panel.left, 118, panel.heading, ' class="heading"'));
+  }
 
-  let y = 132;
+  const AXIS_Y = 134;
+  const rows: string[] = [];
+  let y = AXIS_Y + 2;
   for (const results of groups.values()) {
     y += 16;
-    body.push(svgText(MARGIN, y, results[0]?.title ?? "", ' class="group"'));
+    rows.push(svgText(MARGIN, y, results[0]?.title ?? "", ' class="group"'));
     y += 6;
     for (const result of results) {
       const textY = y + BAR_HEIGHT - 4;
       if (result.skipped !== undefined) {
         const note = `${result.target} skipped: ${truncate(result.skipped, MAX_REASON_LENGTH)}`;
-        body.push(
+        rows.push(
           svgText(panels[0]!.left, textY, note, ' class="skipped"'),
           svgText(panels[1]!.left, textY, "skipped", ' class="skipped"'),
         );
       } else {
         for (const panel of panels) {
-          const value = panel.value(result);
-          const width = Number.isFinite(value) ? Math.max(0, value * panel.scale) : 0;
-          body.push(
+          const width = panel.axis.length(panel.value(result));
+          rows.push(
             `<rect class="bar" x="${panel.left}" y="${y}" width="${width.toFixed(1)}" height="${BAR_HEIGHT}" fill="${colourOf(result.target)}"><title>${escapeXml(`${result.target}: ${panel.label(result)}`)}</title></rect>`,
             svgText(panel.left + width + 6, textY, panel.label(result), ' class="label"'),
           );
@@ -275,15 +319,30 @@ export function renderSvg(run: BenchRun): string {
   }
   const height = y + MARGIN;
 
+  // Drawn before the bars, so the bars lie over the grid.
+  const grid: string[] = [];
+  for (const panel of panels) {
+    const { decades } = panel.axis;
+    decades.forEach((exponent, index) => {
+      const x = panel.left + (BAR_ROOM * index) / Math.max(1, decades.length - 1);
+      grid.push(
+        `<line class="grid" x1="${x.toFixed(1)}" y1="${AXIS_Y + 4}" x2="${x.toFixed(1)}" y2="${y}" stroke="#dddddd"/>`,
+        svgText(x, AXIS_Y, decadeLabel(exponent), ' class="tick" text-anchor="middle"'),
+      );
+    });
+  }
+
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
     `<svg xmlns="http://www.w3.org/2000/svg" width="${SVG_WIDTH}" height="${height}" viewBox="0 0 ${SVG_WIDTH} ${height}" role="img">`,
     // Read out by screen readers, and shown as the document's name by viewers.
     `<title>${escapeXml(`receiptd bench ${run.startedAt} (${run.mode}): throughput and p99 per scenario`)}</title>`,
     // Generic families only, so the file needs nothing from the network.
-    "<style>text{font-family:system-ui,sans-serif;fill:#222222}.title{font-size:16px;font-weight:bold}.heading,.group{font-size:13px;font-weight:bold}.note,.label{font-size:12px}.skipped{font-size:12px;fill:#999999;font-style:italic}</style>",
+    "<style>text{font-family:system-ui,sans-serif;fill:#222222}.title{font-size:16px;font-weight:bold}.heading,.group{font-size:13px;font-weight:bold}.note,.label{font-size:12px}.tick{font-size:10px;fill:#777777}.skipped{font-size:12px;fill:#999999;font-style:italic}</style>",
     `<rect class="background" width="${SVG_WIDTH}" height="${height}" fill="#ffffff"/>`,
-    ...body,
+    ...header,
+    ...grid,
+    ...rows,
     "</svg>",
     "",
   ].join("\n");

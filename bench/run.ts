@@ -7,6 +7,7 @@
 import { cpus, platform, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { isParseArgsError, usageErrorText } from "../src/cli/entry.js";
 import { measureCeiling } from "./ceiling.js";
 import { signaturesOf } from "./fixtures.js";
 import { runLoad } from "./load.js";
@@ -35,7 +36,19 @@ Starts receiptd and measures it over HTTP; writes bench/results/latest.{json,svg
   -h, --help
 `;
 
+/** A command line the harness cannot run: reported as one line and the usage, exit 2. */
+class UsageError extends Error {}
+
 function options() {
+  try {
+    return parseOptions();
+  } catch (error) {
+    if (isParseArgsError(error)) throw new UsageError(usageErrorText(error));
+    throw error;
+  }
+}
+
+function parseOptions() {
   const { values } = parseArgs({
     options: {
       quick: { type: "boolean", default: false },
@@ -130,22 +143,30 @@ async function runScenario(
 }
 
 async function main(): Promise<number> {
+  try {
+    return await runBench();
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`error: ${error.message}\n${USAGE}`);
+    return 2;
+  }
+}
+
+async function runBench(): Promise<number> {
   const args = options();
   if (args.help) {
     console.log(USAGE);
     return 0;
   }
-  const seconds = Number(args.seconds ?? (args.quick ? 1 : 10));
+  const seconds = positiveNumber(args.seconds, "--seconds") ?? (args.quick ? 1 : 10);
   const timing = {
     warmupMs: args.quick ? 300 : Math.min(2_000, seconds * 200),
     durationMs: seconds * 1000,
   };
   const wanted = args.scenarios?.split(",").map((id) => id.trim());
   const unknown = wanted?.filter((id) => !SCENARIOS.some((s) => s.id === id)) ?? [];
-  if (unknown.length > 0) {
-    console.error(`unknown scenario(s): ${unknown.join(", ")}\n${USAGE}`);
-    return 2;
-  }
+  if (unknown.length > 0) throw new UsageError(`unknown scenario(s): ${unknown.join(", ")}`);
+  const targets = args.target.map(targetOrigin);
   const scenarios = SCENARIOS.filter((s) => wanted === undefined || wanted.includes(s.id));
   const mode = args.distributed ? "distributed" : "embedded";
   const connections = positiveInteger(args.connections, "--connections");
@@ -175,8 +196,7 @@ async function main(): Promise<number> {
         pids: local.pids,
       });
     }
-    for (const url of args.target) {
-      const origin = new URL(url).origin;
+    for (const origin of targets) {
       const pid = args["target-pid"] === undefined ? undefined : Number(args["target-pid"]);
       deployments.push({
         deployment: {
@@ -255,7 +275,29 @@ function positiveInteger(text: string | undefined, flag: string): number | undef
   if (text === undefined) return undefined;
   const value = Number(text);
   if (!Number.isSafeInteger(value) || value < 1) {
-    throw new Error(`${flag} must be a whole number ≥ 1, got '${text}'`);
+    throw new UsageError(`${flag} must be a whole number ≥ 1, got '${text}'`);
+  }
+  return value;
+}
+
+function targetOrigin(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError(`--target must be an http(s) URL, got '${url}'`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw new UsageError(`--target must be an http(s) URL, got '${url}'`);
+  }
+  return parsed.origin;
+}
+
+function positiveNumber(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const value = text.trim() === "" ? Number.NaN : Number(text);
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new UsageError(`${flag} must be a number > 0, got '${text}'`);
   }
   return value;
 }

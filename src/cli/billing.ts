@@ -18,7 +18,7 @@ import {
 } from "../access/billing.js";
 import { ConfigError, loadConfig, type ServiceConfig } from "../service/config.js";
 import { openDocumentStore } from "../storage/open.js";
-import { type CliIo, isParseArgsError, processIo } from "./entry.js";
+import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
 import { formatTable } from "./keys.js";
 
 export const USAGE = "usage: receiptd billing --month YYYY-MM [--audit DIR] [--json]";
@@ -110,7 +110,7 @@ export async function main(
     values = parsed.values;
   } catch (error) {
     if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${error.message}\n${USAGE}\n`);
+    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
     return 2;
   }
   if (values.help) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `continuity-receipt-anchor verify <proof> (--digest D | --bundle B --target RID)
- *   [--header HEX]... [--height N]... [--json]` (verifier.md §8.4 "CLI").
+ *   [--header HEX]... [--height N]... [--headers FILE]... [--json]` (verifier.md §8.4 "CLI";
+ *   `--headers` is ours, so the corpus's headers.json can be used as it is).
  *
  * Exit codes: 0 only for `verified`, 1 for every other result, 2 for usage errors.
  */
@@ -19,16 +20,31 @@ import {
   member,
   normalizeInteger,
 } from "../verifier/json/value.js";
-import { type CliIo, isEntryPoint, isParseArgsError, processIo, runMain } from "./entry.js";
+import {
+  type CliIo,
+  isEntryPoint,
+  isParseArgsError,
+  processIo,
+  runMain,
+  usageErrorText,
+} from "./entry.js";
 
-const USAGE = `usage: continuity-receipt-anchor verify <proof> (--digest D | --bundle B --target RID)
-                                  [--header HEX]... [--height N]... [--json]
+const PROGRAM = "continuity-receipt-anchor";
+
+/** The usage text under the name the tool was run as (`receiptd anchor` runs it too). */
+export function usage(program = PROGRAM): string {
+  const indent = " ".repeat(`usage: ${program} verify `.length);
+  return `usage: ${program} verify <proof> (--digest D | --bundle B --target RID)
+${indent}[--header HEX]... [--height N]... [--headers FILE]... [--json]
 
 Verifies a detached OpenTimestamps proof. Each --header (80-byte block header, hex) is
 paired with the --height at the same position; a header without one is stored at height 0.
+--headers reads a JSON file of headers keyed by decimal height, either the object itself or
+its "headers" member (the corpus's vectors/anchor/headers.json).
 Only merkle-root equality with the supplied headers is checked (no proof-of-work or chain).
-Exit status: 0 verified, 1 any other result, 2 usage error.
+Exit status: 0 verified, 1 any other result, 2 usage error or unusable --headers file.
 `;
+}
 
 /** The CLI adds the bundle-binding and I/O codes of §8.4 to the library's result. */
 export type AnchorCliResult = Omit<AnchorResult, "code"> & {
@@ -41,6 +57,7 @@ interface VerifyRequest {
   proofPath: string;
   expected: { digest: string } | { bundlePath: string; target: string };
   headers: Map<number | bigint, string>;
+  headerFiles: string[];
   json: boolean;
 }
 
@@ -62,6 +79,7 @@ function parseRequest(argv: string[]): VerifyRequest | "help" {
       target: { type: "string" },
       header: { type: "string", multiple: true },
       height: { type: "string", multiple: true },
+      headers: { type: "string", multiple: true },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -93,7 +111,57 @@ function parseRequest(argv: string[]): VerifyRequest | "help" {
   headerTexts.forEach((header, index) => {
     headers.set(heights[index] ?? 0, header);
   });
-  return { proofPath, expected, headers, json: values.json ?? false };
+  return {
+    proofPath,
+    expected,
+    headers,
+    headerFiles: values.headers ?? [],
+    json: values.json ?? false,
+  };
+}
+
+/**
+ * One header per height: a file that gives a height already given (by --header or another
+ * file) different bytes is a mistake to report, not one to settle by order.
+ */
+function addHeader(
+  headers: Map<number | bigint, string>,
+  height: number | bigint,
+  header: string,
+  from: string,
+) {
+  const known = headers.get(height);
+  if (known !== undefined && known.toLowerCase() !== header.toLowerCase()) {
+    throw new UsageError(`${from} gives height ${height} a second, different header`);
+  }
+  headers.set(height, header);
+}
+
+/** Adds the headers of a `--headers` file: `{height: hex}`, or that object under `headers`. */
+async function readHeaderFile(path: string, headers: Map<number | bigint, string>): Promise<void> {
+  const from = `--headers ${path}`;
+  let document: JsonValue;
+  try {
+    document = parseJson(await readFile(path));
+  } catch (error) {
+    throw new UsageError(`${from}: ${errorText(error)}`);
+  }
+  const nested = isObject(document) ? member(document, "headers") : undefined;
+  const table = nested ?? document;
+  if (!isObject(table)) {
+    throw new UsageError(`${from}: expected an object of hex headers keyed by block height`);
+  }
+  for (const [key, value] of table) {
+    if (!/^\d+$/.test(key)) {
+      throw new UsageError(`${from}: ${JSON.stringify(key)} is not a block height`);
+    }
+    // Exact at any size, as --height and attestation heights are.
+    const height = normalizeInteger(BigInt(key));
+    if (typeof value !== "string") {
+      throw new UsageError(`${from}: the header at height ${key} is not a hex string`);
+    }
+    addHeader(headers, height, value, from);
+  }
 }
 
 function earlyResult(
@@ -222,18 +290,28 @@ function humanSummary(result: AnchorCliResult): string {
   return `${lines.join("\n")}\n`;
 }
 
-/** Runs the CLI with `argv` (arguments after the program name) and returns the exit code. */
-export async function main(argv: string[], output: CliIo = processIo): Promise<number> {
+/**
+ * Runs the CLI with `argv` (arguments after the program name) and returns the exit code;
+ * `program` is the name usage text shows.
+ */
+export async function main(
+  argv: string[],
+  output: CliIo = processIo,
+  program = PROGRAM,
+): Promise<number> {
   let request: VerifyRequest | "help";
   try {
     request = parseRequest(argv);
+    if (request !== "help") {
+      for (const file of request.headerFiles) await readHeaderFile(file, request.headers);
+    }
   } catch (error) {
     if (!(error instanceof UsageError || isParseArgsError(error))) throw error;
-    output.stderr(`error: ${error.message}\n${USAGE}`);
+    output.stderr(`error: ${usageErrorText(error)}\n${usage(program)}`);
     return 2;
   }
   if (request === "help") {
-    output.stdout(USAGE);
+    output.stdout(usage(program));
     return 0;
   }
   const result = await runVerify(request);

@@ -16,16 +16,29 @@ import { parseJson } from "../verifier/json/parse.js";
 import { isObject, type JsonValue } from "../verifier/json/value.js";
 import { RevocationLoadError } from "../verifier/revocations/document.js";
 import { verifyVerificationReceipt } from "../verifier/verification-receipt/index.js";
-import { type CliIo, isEntryPoint, isParseArgsError, processIo, runMain } from "./entry.js";
+import {
+  type CliIo,
+  isEntryPoint,
+  isParseArgsError,
+  processIo,
+  runMain,
+  usageErrorText,
+} from "./entry.js";
 
-const USAGE = `usage: continuity-receipt-verify-receipt <receipt> [--bundle P] [--revocations P|URL]...
-                                          [--digest] [--canonical P]
+const PROGRAM = "continuity-receipt-verify-receipt";
+
+/** The usage text under the name the tool was run as (`receiptd verify-receipt` runs it too). */
+export function usage(program = PROGRAM): string {
+  const indent = " ".repeat(`usage: ${program} `.length);
+  return `usage: ${program} <receipt> [--bundle P] [--revocations P|URL]...
+${indent}[--digest] [--canonical P]
 
 Checks a verification receipt. --bundle also checks that the receipt describes that bundle;
 --revocations (repeatable) checks the issuer key against revocation documents.
 --digest prints the receipt digest; --canonical P writes the signed bytes to P and prints it.
 Exit status: 0 valid, 1 invalid, 2 unreadable input or usage error.
 `;
+}
 
 class InputError extends Error {}
 
@@ -141,17 +154,22 @@ async function run(request: Request, io: CliIo): Promise<number> {
 }
 
 /** Runs the CLI with `argv` (arguments after the program name) and returns the exit code. */
-export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
+/** `program` is the name usage text shows. */
+export async function main(
+  argv: string[],
+  io: CliIo = processIo,
+  program = PROGRAM,
+): Promise<number> {
   let request: Request | "help";
   try {
     request = parseRequest(argv);
   } catch (error) {
     if (!(error instanceof InputError || isParseArgsError(error))) throw error;
-    io.stderr(`error: ${error.message}\n${USAGE}`);
+    io.stderr(`error: ${usageErrorText(error)}\n${usage(program)}`);
     return 2;
   }
   if (request === "help") {
-    io.stdout(USAGE);
+    io.stdout(usage(program));
     return 0;
   }
   try {

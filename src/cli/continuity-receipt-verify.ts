@@ -18,10 +18,22 @@ import {
 import { dumpJson } from "../verifier/json/dump.js";
 import type { JsonValue } from "../verifier/json/value.js";
 import { RevocationLoadError } from "../verifier/revocations/document.js";
-import { type CliIo, isEntryPoint, processIo, runMain } from "./entry.js";
+import { type CliIo, isEntryPoint, processIo, runMain, usageErrorText } from "./entry.js";
 
-export const USAGE =
-  "usage: continuity-receipt-verify <bundle> [--require-anchor] [--revocations PATH|URL]...";
+const PROGRAM = "continuity-receipt-verify";
+
+/** The usage line under the name the tool was run as (`receiptd verify` runs it too). */
+export function usage(program = PROGRAM): string {
+  return `usage: ${program} <bundle> [--require-anchor] [--revocations PATH|URL]...`;
+}
+
+const help = (program: string) => `${usage(program)}
+
+Verifies a Continuity Receipt bundle and prints the result as JSON. --require-anchor makes a
+bundle without a confirmed anchor PROVISIONAL; --revocations (repeatable) adds the statements
+of a revocation document (a file, or an https URL).
+Exit status: 0 TRUSTED, 1 any other verdict, 2 unreadable bundle or usage error.
+`;
 
 function print(io: CliIo, result: DocumentResult | object): void {
   io.stdout(`${dumpJson(result, { indent: 2 })}\n`);
@@ -49,13 +61,23 @@ async function readBundleFile(path: string, limit: number): Promise<Buffer | { s
   }
 }
 
-export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
+/** `program` is the name usage text shows. */
+export async function main(
+  argv: string[],
+  io: CliIo = processIo,
+  program = PROGRAM,
+): Promise<number> {
   let parsed: ReturnType<typeof parseCommandLine>;
   try {
     parsed = parseCommandLine(argv);
   } catch (error) {
-    io.stderr(`${error instanceof Error ? error.message : String(error)}\n${USAGE}\n`);
+    if (!(error instanceof Error)) throw error;
+    io.stderr(`error: ${usageErrorText(error)}\n${usage(program)}\n`);
     return 2;
+  }
+  if (parsed === "help") {
+    io.stdout(help(program));
+    return 0;
   }
   const { bundlePath, requireAnchor, revocationSources } = parsed;
   let externalRevocations: JsonValue[] | null = null;
@@ -86,19 +108,23 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   return result.verdict === "TRUSTED" ? 0 : 1;
 }
 
-export function parseCommandLine(argv: string[]): {
-  bundlePath: string;
-  requireAnchor: boolean;
-  revocationSources: string[];
-} {
+export function parseCommandLine(argv: string[]):
+  | {
+      bundlePath: string;
+      requireAnchor: boolean;
+      revocationSources: string[];
+    }
+  | "help" {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
       "require-anchor": { type: "boolean", default: false },
       revocations: { type: "string", multiple: true, default: [] },
+      help: { type: "boolean", short: "h", default: false },
     },
   });
+  if (values.help) return "help";
   if (positionals.length !== 1) throw new Error("expected exactly one bundle path");
   return {
     bundlePath: positionals[0]!,

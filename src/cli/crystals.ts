@@ -23,7 +23,7 @@ import {
 import { CanonicalizationError, canonicalText } from "../verifier/json/canonical.js";
 import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
 import { fromPlain, isObject, type JsonObject, type JsonValue } from "../verifier/json/value.js";
-import { isParseArgsError, processIo } from "./entry.js";
+import { isParseArgsError, processIo, usageErrorText } from "./entry.js";
 
 export const USAGE = [
   "usage: receiptd crystals keygen --out KEY_FILE",
@@ -237,7 +237,7 @@ export async function main(argv: string[], io: CrystalCliIo = processCrystalIo):
     parsed = parseArgsFor(argv);
   } catch (error) {
     if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${error.message}\n${USAGE}\n`);
+    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
     return 2;
   }
   const { values, positionals } = parsed;

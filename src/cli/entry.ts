@@ -38,11 +38,25 @@ export const processIo: CliIo = {
 };
 
 /** parseArgs refuses unknown or incomplete options with a TypeError coded `ERR_PARSE_ARGS_*`. */
-export function isParseArgsError(error: unknown): error is TypeError {
+export function isParseArgsError(error: unknown): error is TypeError & { code: string } {
   return (
     error instanceof TypeError &&
     "code" in error &&
     typeof error.code === "string" &&
     error.code.startsWith("ERR_PARSE_ARGS_")
   );
+}
+
+/**
+ * The one line a CLI prints for a usage error. Node's text for an unknown option runs on
+ * with advice about `--` that ends in an unbalanced quote, so that one is reworded.
+ */
+export function usageErrorText(error: Error): string {
+  if (isParseArgsError(error) && error.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    // With positionals allowed, node appends advice about `--`; without, it does not.
+    const option = (/^Unknown option '(.*?)'\. To specify/s.exec(error.message) ??
+      /^Unknown option '(.*)'$/s.exec(error.message))?.[1];
+    if (option !== undefined) return `unknown option '${option}'`;
+  }
+  return error.message.split("\n")[0] ?? "";
 }

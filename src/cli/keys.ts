@@ -19,7 +19,7 @@ import {
 import { ConfigError, loadConfig } from "../service/config.js";
 import { DocumentStoreUnavailableError } from "../storage/document-store.js";
 import { openDocumentStore } from "../storage/open.js";
-import { type CliIo, isParseArgsError, processIo } from "./entry.js";
+import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
 
 export const USAGE = `usage: receiptd keys create --name NAME [--cap N] [--plan PLAN] [--json]
        receiptd keys list [--json]
@@ -215,7 +215,7 @@ export async function main(
     }
   } catch (error) {
     if (error instanceof UsageError || isParseArgsError(error)) {
-      io.stderr(`error: ${error.message}\n${USAGE}\n`);
+      io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
       return 2;
     }
     if (

@@ -4,7 +4,7 @@
  * `receiptd verify` and `continuity-receipt-verify` are one piece of code.
  */
 import { VERIFIER_VERSION } from "../verifier/version.js";
-import { isEntryPoint, runMain } from "./entry.js";
+import { isEntryPoint, processIo, runMain } from "./entry.js";
 
 interface Subcommand {
   summary: string;
@@ -16,13 +16,19 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   verify: {
     summary: "verify a Continuity Receipt bundle (exit 0 iff TRUSTED)",
     usage: "receiptd verify <bundle> [--require-anchor] [--revocations PATH|URL]...",
-    run: async (argv) => (await import("./continuity-receipt-verify.js")).main(argv),
+    run: async (argv) =>
+      (await import("./continuity-receipt-verify.js")).main(argv, processIo, "receiptd verify"),
   },
   "verify-receipt": {
     summary: "verify a signed verification receipt (exit 0 iff valid)",
     usage:
       "receiptd verify-receipt <receipt> [--bundle P] [--revocations P|URL]... [--digest] [--canonical P]",
-    run: async (argv) => (await import("./continuity-receipt-verify-receipt.js")).main(argv),
+    run: async (argv) =>
+      (await import("./continuity-receipt-verify-receipt.js")).main(
+        argv,
+        processIo,
+        "receiptd verify-receipt",
+      ),
   },
   serve: {
     summary: "run the HTTP verification service (configured by environment; see --help)",
@@ -37,8 +43,9 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   anchor: {
     summary: "verify an OpenTimestamps proof against block headers (exit 0 iff verified)",
     usage:
-      "receiptd anchor verify <proof> (--digest D | --bundle B --target RID) [--header HEX --height N]... [--json]",
-    run: async (argv) => (await import("./continuity-receipt-anchor.js")).main(argv),
+      "receiptd anchor verify <proof> (--digest D | --bundle B --target RID) [--header HEX --height N]... [--headers FILE]... [--json]",
+    run: async (argv) =>
+      (await import("./continuity-receipt-anchor.js")).main(argv, processIo, "receiptd anchor"),
   },
   revocations: {
     summary: "import a revocation document into the store served at /revocations/{issuer}",
@@ -61,6 +68,12 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
     usage:
       "receiptd crystals keygen --out K | tenant --secret-file F | seal --key-file K --tenant T [--parent P] [--cipher C] [--metadata JSON] [--created-at T] < in | open --key-file K < envelope",
     run: async (argv) => (await import("./crystals.js")).main(argv),
+  },
+  conformance: {
+    summary: "run a verifier over the conformance corpus, have it graded, check the signed report",
+    usage:
+      "receiptd conformance run [--cli PATH] [--receipt-cli PATH] [--corpus DIR] [--referee URL [--key KEY]] [--name N] [--concurrency N] [--timeout S] [--report FILE] (see --help)",
+    run: async (argv) => (await import("./conformance.js")).main(argv),
   },
   billing: {
     summary: "print the monthly per-key statement metered from the audit files",

@@ -22,7 +22,7 @@ import {
   validateRevocationDocument,
 } from "../verifier/revocations/document.js";
 import { formatUtcSeconds } from "../verifier/timestamps.js";
-import { type CliIo, isParseArgsError, processIo } from "./entry.js";
+import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
 
 export const USAGE = "usage: receiptd revocations import FILE";
 
@@ -68,7 +68,7 @@ export async function main(
     });
   } catch (error) {
     if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${error.message}\n${USAGE}\n`);
+    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
     return 2;
   }
   if (parsed.values.help) {
@@ -83,7 +83,7 @@ export async function main(
   try {
     const config = loadConfig(env);
     const bytes = await readDocumentFile(file);
-    const problems = validateRevocationDocument(bytes);
+    const problems = validateRevocationDocument(bytes, "json");
     if (problems.length > 0) {
       throw new ImportRefused(`${file} is not a usable revocation document: ${problems[0]}`);
     }

@@ -10,7 +10,7 @@ import { RevocationStoreError } from "../service/endpoints/revocations/documents
 import { KeyRotationError, rotateServiceKey } from "../service/key-rotation.js";
 import { KEY_REFRESH_MS, ServiceKeyError } from "../service/service-key.js";
 import { openDocumentStore } from "../storage/open.js";
-import { type CliIo, isParseArgsError, processIo } from "./entry.js";
+import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
 
 export const USAGE = "usage: receiptd rotate-key";
 
@@ -40,7 +40,7 @@ export async function main(
     }).values.help;
   } catch (error) {
     if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${error.message}\n${USAGE}\n`);
+    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
     return 2;
   }
   if (help) {

@@ -5,7 +5,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, type ServiceConfig } from "../service/config.js";
 import { startServer } from "../service/server.js";
-import { type CliIo, isParseArgsError, processIo } from "./entry.js";
+import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
 
 export const USAGE = "usage: receiptd serve [--host HOST] [--port PORT]";
 
@@ -36,7 +36,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     flags = parseCommandLine(argv);
   } catch (error) {
     if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${error.message}\n${USAGE}\n`);
+    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
     return 2;
   }
   if (flags.help) {

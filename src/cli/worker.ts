@@ -13,7 +13,7 @@ import {
 import { ConfigError, type LogLevel, loadConfig, type ServiceConfig } from "../service/config.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "../service/service-key.js";
 import { openDocumentStore } from "../storage/open.js";
-import { type CliIo, isParseArgsError, processIo } from "./entry.js";
+import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
 
 export const USAGE = "usage: receiptd worker";
 
@@ -72,7 +72,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       .help;
   } catch (error) {
     if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${error.message}\n${USAGE}\n`);
+    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
     return 2;
   }
   if (help) {

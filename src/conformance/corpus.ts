@@ -8,7 +8,7 @@
  * `manifest-0.5.json` and `manifest-0.6.json` list the other 37 for parity testing only.
  */
 import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { VERDICTS, type Verdict } from "../verifier/bundle/result.js";
 import { sha256Digest } from "../verifier/crypto/digest.js";
 import { compareCodePoints } from "../verifier/json/canonical.js";
@@ -26,18 +26,28 @@ export const MANIFEST_PATHS: Readonly<Record<Section, string>> = {
   hostile_inputs: "hostile/manifest.json",
 };
 
-/** A bundle vector: the verdict, and the one code (if any) that must be among the codes. */
+/**
+ * A bundle vector: the verdict, and the one code (if any) that must be among the codes; and
+ * how a verifier is run over it (`--require-anchor`), which grading does not use.
+ */
 export interface BundleVector {
   id: string;
   verdict: Verdict;
   code: string | null;
+  requireAnchor: boolean;
 }
 
-/** A verification-receipt vector: validity and the exact error codes, sorted. */
+/**
+ * A verification-receipt vector: validity and the exact error codes, sorted; and the files a
+ * verifier is given with it (`--bundle`, `--revocations`, beside the receipt), which grading
+ * does not use.
+ */
 export interface ReceiptVector {
   id: string;
   valid: boolean;
   errors: string[];
+  bundleFile: string | null;
+  revocationsFile: string | null;
 }
 
 /** A hostile input: always a structured outcome; a few cases also pin verdict and codes. */
@@ -103,6 +113,24 @@ class ManifestReader {
     return value;
   }
 
+  /** A companion file name: absent or null means none; anything else must name a file. */
+  optionalFile(entry: JsonObject, name: string, index: number): string | null {
+    const value = entry.get(name) ?? null;
+    if (value === null) return null;
+    // A name in the receipt's own folder, as the corpus lays them out.
+    if (typeof value !== "string" || basename(value) !== value || value === "..") {
+      this.fail(`vectors[${index}].${name} is not a file name`);
+    }
+    return value;
+  }
+
+  /** A flag: absent means false. */
+  flag(entry: JsonObject, name: string, index: number): boolean {
+    const value = entry.get(name) ?? false;
+    if (typeof value !== "boolean") this.fail(`vectors[${index}].${name} is not a boolean`);
+    return value;
+  }
+
   verdict(value: JsonValue | undefined, where: string): Verdict {
     const verdict = VERDICTS.find((candidate) => candidate === value);
     if (verdict === undefined) this.fail(`${where} is not one of ${VERDICTS.join(", ")}`);
@@ -141,6 +169,7 @@ function bundleVectors(reader: ManifestReader, manifest: JsonValue): BundleVecto
           `vectors[${index}].expected_verdict`,
         ),
         code,
+        requireAnchor: reader.flag(entry, "require_anchor", index),
       };
     }),
   );
@@ -156,6 +185,8 @@ function receiptVectors(reader: ManifestReader, manifest: JsonValue): ReceiptVec
         id: reader.string(entry, "file", index),
         valid,
         errors: reader.codes(entry.get("expected_errors"), `vectors[${index}].expected_errors`),
+        bundleFile: reader.optionalFile(entry, "bundle_file", index),
+        revocationsFile: reader.optionalFile(entry, "revocations_file", index),
       };
     }),
   );
@@ -235,6 +266,43 @@ export async function loadCorpus(corpusDir: string): Promise<Corpus | null> {
     hostile_inputs: await readSection(corpusDir, "hostile_inputs", hostileVectors),
   };
   return SECTIONS.some((name) => corpus[name] !== undefined) ? corpus : null;
+}
+
+/** Where the materialised hostile inputs are listed (verifier.md §9.2): case label → file. */
+export const HOSTILE_INDEX_PATH = "hostile/index.json";
+
+/**
+ * The input file of each hostile case, relative to the corpus directory, from
+ * `hostile/index.json` (`{cases: [{case, file}]}`, files under `hostile/`). The referee never
+ * needs it; a submitter runs its verifier over these files. Throws `CorpusError` when the
+ * index is missing or malformed.
+ */
+export async function loadHostileCaseFiles(corpusDir: string): Promise<Map<string, string>> {
+  const path = join(corpusDir, HOSTILE_INDEX_PATH);
+  const bytes = await readManifest(path);
+  if (bytes === null) {
+    throw new CorpusError(`${path}: not found (the hostile inputs are not materialised)`);
+  }
+  // Annotated, so its `never`-returning fail() narrows what follows.
+  const reader: ManifestReader = new ManifestReader(path);
+  const index = parseManifest(path, bytes);
+  const cases = isObject(index) ? index.get("cases") : undefined;
+  if (!isArray(cases)) reader.fail("cases is not a list");
+  const files = new Map<string, string>();
+  cases.forEach((entry, position) => {
+    if (!isObject(entry)) reader.fail(`cases[${position}] is not an object`);
+    const label = entry.get("case");
+    const file = entry.get("file");
+    if (typeof label !== "string" || label === "") {
+      reader.fail(`cases[${position}].case is not a non-empty string`);
+    }
+    if (typeof file !== "string" || !/^cases\/[^/\\]+$/.test(file)) {
+      reader.fail(`cases[${position}].file is not a file under cases/`);
+    }
+    if (files.has(label)) reader.fail(`${label} is listed twice`);
+    files.set(label, join("hostile", file));
+  });
+  return files;
 }
 
 /** `{<section>: {vectors, manifest_digest}}` for the deployed sections, in section order. */

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import {
   escapeXml,
+  logAxis,
   renderMarkdownTable,
   renderSvg,
   renderTable,
@@ -189,7 +190,7 @@ describe("renderTable", () => {
     assert.match(singleStaging!, /✗ ≥ 2,000 bundles\/s$/);
     assert.match(singleStaging!, / — +— +✗/, "unknown RSS and null ratio both show —");
     assert.match(batch!, / 51\.3 +2,563 bundles\/s/, "slow request rates keep a decimal");
-    assert.match(batch!, /212 \/ 95/);
+    assert.match(batch!, /222 \/ 100/, "RSS in MB: 212 MiB and 95 MiB");
     assert.match(batch!, /83\.4%/);
     assert.match(batchStaging!, new RegExp(`staging +skipped: ${skipReason}$`));
     assert.doesNotMatch(batchStaging!, /bundles\/s|%/);
@@ -200,7 +201,7 @@ describe("renderTable", () => {
   test("columns line up with their headers", () => {
     const header = lines.find((line) => line.startsWith("scenario"))!;
     const p99End = header.indexOf("p99 ms") + "p99 ms".length;
-    assert.match(header, /peak MiB svc\/worker/);
+    assert.match(header, /peak MB svc\/worker/);
     for (const r of run.results) {
       const row = lines.find((line) => line.startsWith(r.title) && line.includes(` ${r.target} `))!;
       assert.equal(row.indexOf(` ${r.target} `) + 1, header.indexOf("target"), r.target);
@@ -231,7 +232,7 @@ describe("renderMarkdownTable", () => {
     assert.match(rows[0]!, /\| 2,150 bundles\/s \|/);
     assert.match(rows[0]!, /\| ✓ ≥ 2,000 bundles\/s \|$/);
     assert.match(rows[1]!, /\| — \| ✗ ≥ 2,000 bundles\/s \|$/);
-    assert.match(rows[2]!, /\| 212 \/ 95 \|/);
+    assert.match(rows[2]!, /\| 222 \/ 100 \|/);
     assert.match(rows[3]!, new RegExp(`\\| skipped: ${skipReason} \\|`));
     assert.ok(rows[2]!.startsWith('| 50-bundle \\<batch> & "more" |'), "markup escaped");
   });
@@ -249,24 +250,68 @@ describe("renderSvg", () => {
   test("draws one bar per measured result in each panel", () => {
     const bars = svg.match(/<rect class="bar"/g) ?? [];
     assert.equal(bars.length, 2 * measured.length);
-    assert.match(svg, />throughput \(items\/s\)</);
-    assert.match(svg, />p99 latency \(ms\)</);
+    assert.match(svg, />throughput, log scale \(each bar in its unit\/s\)</);
+    assert.match(svg, />p99 latency \(ms\), log scale</);
     assert.match(svg, />2,150 bundles\/s</);
     assert.match(svg, />12\.3 ms</);
     assert.match(svg, />12,900 requests\/s</);
   });
 
-  test("the longest bar of each panel spans the same width", () => {
-    const widths = [...svg.matchAll(/<rect class="bar" x="(\d+)" y="\d+" width="([\d.]+)"/g)].map(
-      ([, x, width]) => ({ left: Number(x), width: Number(width) }),
-    );
-    const lefts = [...new Set(widths.map((bar) => bar.left))];
-    assert.equal(lefts.length, 2);
-    const longest = lefts.map((left) =>
-      Math.max(...widths.filter((bar) => bar.left === left).map((bar) => bar.width)),
-    );
-    assert.ok(longest[0]! > 0);
-    assert.equal(longest[0], longest[1]);
+  /** Bar widths by panel (left edge), in document order. */
+  const barWidths = (document: string): Map<number, number[]> => {
+    const panels = new Map<number, number[]>();
+    for (const [, x, width] of document.matchAll(
+      /<rect class="bar" x="(\d+)" y="\d+" width="([\d.]+)"/g,
+    )) {
+      panels.set(Number(x), [...(panels.get(Number(x)) ?? []), Number(width)]);
+    }
+    return panels;
+  };
+
+  test("both panels are logarithmic: equal ratios make equal steps", () => {
+    const [throughput, latency] = [...barWidths(svg).values()];
+    assert.equal(throughput?.length, measured.length);
+    for (const [widths, values] of [
+      [throughput!, measured.map((r) => r.itemsPerSecond)],
+      [latency!, measured.map((r) => r.latencyMs.p99)],
+    ] as const) {
+      const low = values.indexOf(Math.min(...values));
+      const high = values.indexOf(Math.max(...values));
+      const perDecade = (widths[high]! - widths[low]!) / Math.log10(values[high]! / values[low]!);
+      assert.ok(perDecade > 0);
+      // Every bar sits where its logarithm puts it (to the 0.1 px the SVG keeps).
+      values.forEach((value, index) => {
+        const expected = widths[low]! + perDecade * Math.log10(value / values[low]!);
+        assert.ok(Math.abs(widths[index]! - expected) < 0.2, `${value}: ${widths[index]}`);
+      });
+    }
+  });
+
+  test("a 3.9 s bar does not flatten the millisecond ones", () => {
+    const slow = renderSvg({
+      ...run,
+      results: [
+        result({ latencyMs: { p50: 1, p95: 1, p99: 1.2, max: 2 } }),
+        result({
+          scenario: "large",
+          title: "large",
+          latencyMs: { p50: 1, p95: 1, p99: 3_900, max: 4_000 },
+        }),
+      ],
+    });
+    assertWellFormedXml(slow);
+    const [, latency] = [...barWidths(slow).values()];
+    const [fast, slowest] = latency!;
+    // Linear, 1.2 ms next to 3,900 ms would be 0.03% of its length.
+    assert.ok(fast! > slowest! / 10, `${fast} vs ${slowest}`);
+    assert.match(slow, />3,900\.0 ms</);
+  });
+
+  test("decade grid lines are labelled", () => {
+    const ticks = [...svg.matchAll(/<text [^>]*class="tick"[^>]*>([^<]+)</g)].map(([, t]) => t);
+    // Throughput 1,480–12,900 items/s: 100 to 100k; p99 3.3–102 ms: 0.1 to 1k.
+    assert.deepEqual(ticks, ["100", "1k", "10k", "100k", "0.1", "1", "10", "100", "1k"]);
+    assert.equal((svg.match(/<line class="grid"/g) ?? []).length, ticks.length);
   });
 
   test("one fill per target, shown in the legend", () => {
@@ -312,6 +357,35 @@ describe("renderSvg", () => {
     });
     assertWellFormedXml(hostile);
     assertWellFormedXml(renderSvg({ ...run, results: [] }));
+  });
+});
+
+describe("logAxis", () => {
+  test("spans whole decades around the values", () => {
+    const axis = logAxis([150, 2_000, 35], 400);
+    assert.deepEqual(axis.decades, [0, 1, 2, 3, 4]);
+    assert.equal(axis.length(1), 0);
+    assert.equal(axis.length(10_000), 400);
+    assert.equal(axis.length(100), 200);
+  });
+
+  test("the shortest bar is at least a decade long, even on a power of ten", () => {
+    const axis = logAxis([100, 1_000], 200);
+    assert.deepEqual(axis.decades, [1, 2, 3]);
+    assert.equal(axis.length(100), 100);
+    assert.equal(axis.length(1_000), 200);
+  });
+
+  test("one value, fractions, and values a log axis cannot show", () => {
+    const single = logAxis([0.25], 100);
+    assert.deepEqual(single.decades, [-2, -1, 0]);
+    assert.ok(single.length(0.25) > 0);
+    for (const value of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      assert.equal(single.length(value), 0);
+    }
+    const empty = logAxis([0, Number.NaN], 100);
+    assert.deepEqual(empty.decades, []);
+    assert.equal(empty.length(5), 0);
   });
 });
 

@@ -106,6 +106,25 @@ describe("continuity-receipt-verify (built)", () => {
     assert.equal(run("continuity-receipt-verify", []).status, 2);
     assert.equal(run("continuity-receipt-verify", ["a.json", "--unknown"]).status, 2);
   });
+
+  test("an unknown option is one plain line and the usage", () => {
+    const out = run("continuity-receipt-verify", ["a.json", "--unknown"]);
+    assert.equal(out.stdout, "");
+    assert.equal(
+      out.stderr,
+      "error: unknown option '--unknown'\n" +
+        "usage: continuity-receipt-verify <bundle> [--require-anchor] [--revocations PATH|URL]...\n",
+    );
+  });
+
+  test("--help prints the usage and exits 0", () => {
+    for (const flag of ["--help", "-h"]) {
+      const out = run("continuity-receipt-verify", [flag]);
+      assert.equal(out.status, 0, out.stderr);
+      assert.match(out.stdout, /^usage: continuity-receipt-verify <bundle> /);
+      assert.match(out.stdout, /Exit status: 0 TRUSTED/);
+    }
+  });
 });
 
 describe("receiptd (built)", () => {
@@ -124,6 +143,40 @@ describe("receiptd (built)", () => {
       assert.match(help.stdout, new RegExp(`\\n  ${command} `));
     }
     assert.equal(run("receiptd", ["frobnicate"]).status, 2);
+  });
+
+  test("each tool's --help and usage errors speak of the receiptd subcommand", () => {
+    for (const [command, usage] of [
+      ["verify", "usage: receiptd verify <bundle>"],
+      ["verify-receipt", "usage: receiptd verify-receipt <receipt>"],
+      ["anchor", "usage: receiptd anchor verify <proof>"],
+    ] as const) {
+      const help = run("receiptd", [command, "--help"]);
+      assert.equal(help.status, 0, `${command}: ${help.stderr}`);
+      assert.ok(help.stdout.startsWith(usage), `${command}: ${help.stdout}`);
+      assert.doesNotMatch(help.stdout, /continuity-receipt-/);
+      const refused = run("receiptd", [command, "x", "--nope"]);
+      assert.equal(refused.status, 2);
+      assert.ok(
+        refused.stderr.startsWith(`error: unknown option '--nope'\n${usage}`),
+        refused.stderr,
+      );
+    }
+  });
+
+  test("receiptd anchor verify takes the corpus's headers.json with --headers", () => {
+    const out = run("receiptd", [
+      "anchor",
+      "verify",
+      corpusPath("vectors/anchor/hello-world.txt.ots"),
+      "--digest",
+      "03ba204e50d126e4674c005e04d82e84c21366780af1f43bd54a37816b6ab340",
+      "--headers",
+      corpusPath("vectors/anchor/headers.json"),
+      "--json",
+    ]);
+    assert.equal(out.status, 0, out.stderr);
+    assert.equal(JSON.parse(out.stdout).confirmed.block_height, 358391);
   });
 
   test("receiptd anchor verify checks the OpenTimestamps fixture", () => {

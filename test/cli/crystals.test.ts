@@ -149,7 +149,7 @@ describe("receiptd crystals", () => {
       ],
       [["open", "--key-file", join(dir, "missing.key")], /^error: cannot read /],
       [["open", "--key-file", keyFile, "extra"], /^error: unexpected argument 'extra'\n$/],
-      [["open", "--bogus"], /^error: Unknown option '--bogus'/],
+      [["open", "--bogus"], /^error: unknown option '--bogus'\n/],
     ];
     for (const [argv, stderr] of cases) {
       const result = await run(argv);

@@ -11,10 +11,10 @@ import { buildApp } from "../../src/service/app.js";
 import { loadConfig } from "../../src/service/config.js";
 import { readRevocationDocument } from "../../src/service/endpoints/revocations/documents.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
-import { signerFromSeed } from "../../src/verifier/crypto/ed25519.js";
-import { canonicalText } from "../../src/verifier/json/canonical.js";
+import { ed25519Signature, signerFromSeed } from "../../src/verifier/crypto/ed25519.js";
+import { canonicalBytes, canonicalText } from "../../src/verifier/json/canonical.js";
 import { dumpCompact } from "../../src/verifier/json/dump.js";
-import type { JsonObject, JsonValue } from "../../src/verifier/json/value.js";
+import { type JsonObject, type JsonValue, jsonObject } from "../../src/verifier/json/value.js";
 import {
   buildRevocationDocument,
   MAX_REVOCATION_DOCUMENT_BYTES,
@@ -146,9 +146,46 @@ describe("receiptd revocations import", () => {
   describe("an unusable file is refused with exit 2 and changes nothing", () => {
     const tampered = statementBy(bob);
     tampered.set("revoked_at", "2020-01-01T00:00:00Z");
+    const keyless = statementBy(bob);
+    keyless.delete("key");
+    const numericSignature = statementBy(bob);
+    numericSignature.set("sig", jsonObject({ alg: "ed25519", value: 7 }));
+    // Signed as it is: the date passes the format check but is no real day.
+    const impossibleDay = jsonObject({ key: bob.did, revoked_at: "2030-02-30T00:00:00Z" });
+    impossibleDay.set("sig", ed25519Signature(bob, canonicalBytes(impossibleDay)));
+    const kind = '"continuity-receipt-revocations"';
     const cases: [string, string | Uint8Array, RegExp][] = [
       ["not JSON", "{", /not valid JSON/],
-      ["a wrong kind", '{"kind":"other","version":1,"statements":[]}', /kind is 'other'/],
+      [
+        "a wrong kind",
+        '{"kind":"other","version":1,"statements":[]}',
+        new RegExp(`kind is "other", expected ${kind}`),
+      ],
+      ["no kind", '{"version":1,"statements":[]}', new RegExp(`kind is missing, expected ${kind}`)],
+      ["a null kind", '{"kind":null,"version":1}', /kind is null, expected/],
+      ["no version", `{"kind":${kind},"statements":[]}`, /: version is missing, expected 1\n$/],
+      ["a version that is not 1", `{"kind":${kind},"version":"1"}`, /version is "1", expected 1/],
+      [
+        "statements that are not an array",
+        `{"kind":${kind},"version":1,"statements":{}}`,
+        /statements is \{\}, expected an array/,
+      ],
+      ["no statements member", `{"kind":${kind},"version":1}`, /statements is missing, expected/],
+      [
+        "a statement without a key",
+        documentOf(keyless),
+        /malformed revocation statement with key missing/,
+      ],
+      [
+        "a signature value that is not a string",
+        documentOf(numericSignature),
+        new RegExp(`sig\\.value of the statement for "${bob.did}" is 7, not a string`),
+      ],
+      [
+        "a revoked_at that is no real instant",
+        documentOf(impossibleDay),
+        /revoked_at "2030-02-30T00:00:00Z" of the statement for "did:key:\S+" is not a real instant/,
+      ],
       ["a statement that is not an object", documentOf(statementBy(bob), 7), /not an object/],
       [
         "a bad signature, even beside a good statement for another issuer",
@@ -170,6 +207,8 @@ describe("receiptd revocations import", () => {
         assert.equal(result.stdout, "");
         assert.match(result.stderr, /^error: .+\n$/);
         assert.match(result.stderr, reason);
+        // JSON's names, not Python's (the reference's repr leaked into messages once).
+        assert.doesNotMatch(result.stderr, /\b(None|True|False)\b|'(did:key|other)|\blist\b/);
         assert.deepEqual(await stored(bob.did), before);
       });
     }

@@ -7,8 +7,10 @@ import { after, before, describe, test } from "node:test";
 import {
   CorpusError,
   corpusLoader,
+  HOSTILE_INDEX_PATH,
   loadCorpus,
   loadCorpusSummary,
+  loadHostileCaseFiles,
   MANIFEST_PATHS,
 } from "../../src/conformance/corpus.js";
 import { CORPUS_DIR, corpusPath } from "../support/corpus.js";
@@ -76,17 +78,29 @@ describe("loadCorpus", () => {
       id: "03_tampered_body.json",
       verdict: "UNTRUSTED",
       code: "bad_signature",
+      requireAnchor: false,
     });
     assert.deepEqual(corpus.bundles?.vectors[10], {
       id: "10b_anchor_missing.json",
       verdict: "PROVISIONAL",
       code: null,
+      requireAnchor: true,
     });
+    assert.equal(corpus.bundles?.vectors.filter((vector) => vector.requireAnchor).length, 1);
     // The manifest lists 06's codes unsorted; the index holds them sorted.
     assert.deepEqual(corpus.verification_receipts?.vectors[5], {
       id: "06_bad_version.json",
       valid: false,
       errors: ["bad_signature", "bad_version"],
+      bundleFile: null,
+      revocationsFile: null,
+    });
+    assert.deepEqual(corpus.verification_receipts?.vectors[11], {
+      id: "12_revoked_issuer.json",
+      valid: false,
+      errors: ["key_revoked"],
+      bundleFile: "bundle.json",
+      revocationsFile: "12_revoked_issuer.revocations.json",
     });
     const hostile = corpus.hostile_inputs?.vectors ?? [];
     assert.deepEqual(hostile[0], {
@@ -135,6 +149,18 @@ describe("loadCorpus", () => {
       /expected_errors is not a list of strings/,
     ],
     [
+      "a require_anchor that is not a boolean",
+      MANIFEST_PATHS.bundles,
+      '{"vectors":[{"file":"a.json","expected_verdict":"TRUSTED","expected_code":null,"require_anchor":1}]}',
+      /vectors\[0\]\.require_anchor is not a boolean/,
+    ],
+    [
+      "a companion file outside the receipt's folder",
+      MANIFEST_PATHS.verification_receipts,
+      '{"vectors":[{"file":"r.json","expected_valid":true,"expected_errors":[],"bundle_file":"../b.json"}]}',
+      /vectors\[0\]\.bundle_file is not a file name/,
+    ],
+    [
       "a requirement the referee does not know",
       MANIFEST_PATHS.hostile_inputs,
       '{"vectors":[{"case":"c","require":"exit_zero"}]}',
@@ -156,6 +182,44 @@ describe("loadCorpus", () => {
           error instanceof CorpusError &&
           error.message.startsWith(join(dir, relative)) &&
           message.test(error.message),
+      );
+    });
+  }
+});
+
+describe("loadHostileCaseFiles", () => {
+  test("maps every case of the pinned manifest to its input file", async () => {
+    const files = await loadHostileCaseFiles(CORPUS_DIR);
+    const corpus = await loadCorpus(CORPUS_DIR);
+    const cases = corpus?.hostile_inputs?.vectors.map((vector) => vector.id) ?? [];
+    assert.equal(cases.length, 208);
+    assert.deepEqual(
+      cases.filter((label) => !files.has(label)),
+      [],
+    );
+    assert.equal(files.get("repro.receipts[0]=null"), join("hostile", "cases", "000.json"));
+  });
+
+  const refused: [string, string, RegExp][] = [
+    ["absent", "", /hostile\/index\.json: not found/],
+    ["without cases", '{"cases":{}}', /cases is not a list/],
+    [
+      "with a file outside cases/",
+      '{"cases":[{"case":"c","file":"../x.json"}]}',
+      /not a file under cases\//,
+    ],
+    [
+      "with a case twice",
+      '{"cases":[{"case":"c","file":"cases/1.json"},{"case":"c","file":"cases/2.json"}]}',
+      /c is listed twice/,
+    ],
+  ];
+  for (const [name, content, message] of refused) {
+    test(`an index ${name} is a CorpusError`, async () => {
+      const dir = await corpusDir(content === "" ? {} : { [HOSTILE_INDEX_PATH]: content });
+      await assert.rejects(
+        loadHostileCaseFiles(dir),
+        (error: unknown) => error instanceof CorpusError && message.test(error.message),
       );
     });
   }

@@ -220,6 +220,59 @@ describe("validateRevocationDocument", () => {
     ]);
     assert.equal(validateRevocationDocument(paddedDocument(1_048_577)).length, 1);
   });
+
+  test("the reference's wording is the default; operators can ask for JSON's names", () => {
+    const cases: [JsonValue, string, string][] = [
+      [
+        jsonObject({ version: 1 }),
+        "kind is None, expected 'continuity-receipt-revocations'",
+        'kind is missing, expected "continuity-receipt-revocations"',
+      ],
+      [
+        jsonObject({ kind: null }),
+        "kind is None, expected 'continuity-receipt-revocations'",
+        'kind is null, expected "continuity-receipt-revocations"',
+      ],
+      [
+        jsonObject({ kind: "continuity-receipt-revocations", version: false }),
+        "version is False, expected 1",
+        "version is false, expected 1",
+      ],
+      [
+        jsonObject({ kind: "continuity-receipt-revocations", version: 1, statements: "x" }),
+        "statements is not a list",
+        'statements is "x", expected an array',
+      ],
+      [
+        buildRevocationDocument([jsonObject({ revoked_at: "2026-01-01T00:00:00Z" })]),
+        "malformed revocation statement for None",
+        "malformed revocation statement with key missing",
+      ],
+      [
+        buildRevocationDocument([
+          jsonObject({ key: signer.did, revoked_at: "2026-01-01T00:00:00Z" }),
+        ]),
+        `revocation statement unsigned for '${signer.did}'`,
+        `revocation statement unsigned for "${signer.did}"`,
+      ],
+    ];
+    for (const [document, reference, json] of cases) {
+      assert.deepEqual(validateRevocationDocument(document), [reference]);
+      assert.deepEqual(validateRevocationDocument(document, "reference"), [reference]);
+      assert.deepEqual(validateRevocationDocument(document, "json"), [json]);
+    }
+  });
+
+  test("where the reference crashes, JSON wording says what is wrong instead of Python's error", () => {
+    const numeric = statement();
+    numeric.set("sig", jsonObject({ alg: "ed25519", value: 5 }));
+    assert.deepEqual(validateRevocationDocument(buildRevocationDocument([numeric])), [
+      "revocations unusable: object of type 'int' has no len()",
+    ]);
+    assert.deepEqual(validateRevocationDocument(buildRevocationDocument([numeric]), "json"), [
+      `revocations unusable: sig.value of the statement for "${signer.did}" is 5, not a string`,
+    ]);
+  });
 });
 
 describe("loadRevocationStatements from files", () => {

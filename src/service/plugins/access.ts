@@ -80,7 +80,7 @@ export interface AccessServices {
 /** The outcome of checking a request's credentials for keyed work. */
 export type AccessDecision = { granted: true } | { granted: false; refusal: Refusal };
 
-const DOCS = "https://github.com/receiptd/receiptd#access";
+const DOCS = "README.md#access-and-payments";
 
 /**
  * Routes whose calls are not counted: the load balancer's health checks would otherwise

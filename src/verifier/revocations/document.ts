@@ -14,6 +14,7 @@ import { parseJson, StrictJsonError } from "../json/parse.js";
 import { isArray, isObject, type JsonObject, type JsonValue, member } from "../json/value.js";
 import { pyRepr } from "../py/repr.js";
 import { pyEquals } from "../py/semantics.js";
+import { nameValue, type Wording } from "../wording.js";
 import { RevocationsUnusable, verifyStatements } from "./statements.js";
 
 export const REVOCATION_DOCUMENT_KIND = "continuity-receipt-revocations";
@@ -46,18 +47,32 @@ export function isRevocationDocument(value: JsonValue): value is JsonObject {
 /**
  * `load_statements` for a document already parsed: the envelope checks (an object, kind,
  * version 1, `statements` a list); returns the statements unvalidated. Throws
- * `RevocationLoadError` (`bad_revocations_document`).
+ * `RevocationLoadError` (`bad_revocations_document`), worded as the reference words it
+ * unless `wording` asks for JSON's names.
  */
-export function revocationDocumentStatements(document: JsonValue): JsonValue[] {
+export function revocationDocumentStatements(
+  document: JsonValue,
+  wording: Wording = "reference",
+): JsonValue[] {
   if (!isObject(document)) throw badDocument("revocation document is not a JSON object");
   const kind = member(document, "kind");
   if (kind !== REVOCATION_DOCUMENT_KIND) {
-    throw badDocument(`kind is ${pyRepr(kind)}, expected '${REVOCATION_DOCUMENT_KIND}'`);
+    const expected = nameValue(REVOCATION_DOCUMENT_KIND, wording);
+    // get(), not member(): JSON wording tells a missing member from a null one.
+    throw badDocument(`kind is ${nameValue(document.get("kind"), wording)}, expected ${expected}`);
   }
   const version = member(document, "version");
-  if (!pyEquals(version, 1)) throw badDocument(`version is ${pyRepr(version)}, expected 1`);
+  if (!pyEquals(version, 1)) {
+    throw badDocument(`version is ${nameValue(document.get("version"), wording)}, expected 1`);
+  }
   const statements = member(document, "statements");
-  if (!isArray(statements)) throw badDocument("statements is not a list");
+  if (!isArray(statements)) {
+    throw badDocument(
+      wording === "reference"
+        ? "statements is not a list"
+        : `statements is ${nameValue(document.get("statements"), wording)}, expected an array`,
+    );
+  }
   return statements;
 }
 
@@ -127,9 +142,12 @@ export function signRevocationStatement(signer: Ed25519Signer, claim: Revocation
   return statement;
 }
 
-function validateStatements(statements: readonly JsonValue[]): string[] {
+function validateStatements(
+  statements: readonly JsonValue[],
+  wording: Wording = "reference",
+): string[] {
   try {
-    return verifyStatements(statements).errors;
+    return verifyStatements(statements, wording).errors;
   } catch (error) {
     if (error instanceof RevocationsUnusable) return [`revocations unusable: ${error.message}`];
     throw error;
@@ -139,17 +157,22 @@ function validateStatements(statements: readonly JsonValue[]): string[] {
 /**
  * Everything wrong with a document, as readable details; empty when it can be served.
  * Bytes go through the loader's checks first. Unlike loading, every statement must be
- * well formed and carry a valid self-signature.
+ * well formed and carry a valid self-signature. `wording: "json"` names values as JSON does,
+ * for messages an operator reads (the default repeats the reference's details).
  */
-export function validateRevocationDocument(document: JsonValue | Uint8Array): string[] {
+export function validateRevocationDocument(
+  document: JsonValue | Uint8Array,
+  wording: Wording = "reference",
+): string[] {
   let statements: JsonValue[];
   try {
     statements = revocationDocumentStatements(
       document instanceof Uint8Array ? readDocument(document) : document,
+      wording,
     );
   } catch (error) {
     if (error instanceof RevocationLoadError) return [error.detail];
     throw error;
   }
-  return validateStatements(statements);
+  return validateStatements(statements, wording);
 }

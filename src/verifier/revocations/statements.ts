@@ -10,6 +10,7 @@ import { isObject, type JsonObject, type JsonValue, member } from "../json/value
 import { pyRepr } from "../py/repr.js";
 import { pyTruthy } from "../py/semantics.js";
 import { isValidTimestamp, TimestampCrash, timestampMillis } from "../timestamps.js";
+import { nameValue, type Wording } from "../wording.js";
 
 /** A statement whose self-signature verified. */
 export interface VerifiedRevocation {
@@ -70,8 +71,21 @@ export function mergeStatements(...groups: readonly (readonly JsonValue[])[]): J
   return merged;
 }
 
-/** `verify_statements`: throws `RevocationsUnusable` where the reference raises. */
-export function verifyStatements(statements: readonly JsonValue[]): StatementCheck {
+/** How a statement's key is named in a problem: `for 'did:key:…'`, or JSON's names. */
+function forKey(key: JsonValue | undefined, wording: Wording): string {
+  return wording === "json" && typeof key !== "string"
+    ? `with key ${nameValue(key, wording)}`
+    : `for ${nameValue(key, wording)}`;
+}
+
+/**
+ * `verify_statements`: throws `RevocationsUnusable` where the reference raises. Details repeat
+ * the reference's wording unless `wording` asks for JSON's names (operators' messages).
+ */
+export function verifyStatements(
+  statements: readonly JsonValue[],
+  wording: Wording = "reference",
+): StatementCheck {
   const revoked: VerifiedRevocation[] = [];
   const errors: string[] = [];
   for (const statement of statements) {
@@ -82,13 +96,14 @@ export function verifyStatements(statements: readonly JsonValue[]): StatementChe
     const key = member(statement, "key");
     const revokedAt = member(statement, "revoked_at");
     if (typeof key !== "string" || !isValidTimestamp(revokedAt)) {
-      errors.push(`malformed revocation statement for ${pyRepr(key)}`);
+      // get(), not member(): JSON wording tells a missing key from a null one.
+      errors.push(`malformed revocation statement ${forKey(statement.get("key"), wording)}`);
       continue;
     }
     const sig = member(statement, "sig");
     const value = isObject(sig) ? member(sig, "value") : null;
     if (!isObject(sig) || member(sig, "alg") !== "ed25519" || !pyTruthy(value)) {
-      errors.push(`revocation statement unsigned for ${pyRepr(key)}`);
+      errors.push(`revocation statement unsigned ${forKey(statement.get("key"), wording)}`);
       continue;
     }
     let message: Buffer;
@@ -100,19 +115,31 @@ export function verifyStatements(statements: readonly JsonValue[]): StatementChe
     }
     if (typeof value !== "string") {
       // The reference decodes the key first (a bad key is just "invalid"), then trips over the value.
-      if (canDecodeDidKey(key)) throw new RevocationsUnusable(nonStringSignatureError(value));
-      errors.push(`revocation signature invalid for ${pyRepr(key)}`);
+      if (canDecodeDidKey(key)) {
+        throw new RevocationsUnusable(
+          wording === "reference"
+            ? nonStringSignatureError(value)
+            : `sig.value of the statement ${forKey(key, wording)} is ${nameValue(value, wording)}, not a string`,
+        );
+      }
+      errors.push(`revocation signature invalid ${forKey(key, wording)}`);
       continue;
     }
     if (!verifyEd25519(key, message, value)) {
-      errors.push(`revocation signature invalid for ${pyRepr(key)}`);
+      errors.push(`revocation signature invalid ${forKey(key, wording)}`);
       continue;
     }
     let revokedAtMillis: number;
     try {
       revokedAtMillis = timestampMillis(revokedAt);
     } catch (error) {
-      if (error instanceof TimestampCrash) throw new RevocationsUnusable(error.message);
+      if (error instanceof TimestampCrash) {
+        throw new RevocationsUnusable(
+          wording === "reference"
+            ? error.message
+            : `revoked_at ${nameValue(revokedAt, wording)} of the statement ${forKey(key, wording)} is not a real instant`,
+        );
+      }
       throw error;
     }
     revoked.push({ key, revokedAt: revokedAtMillis, statement });

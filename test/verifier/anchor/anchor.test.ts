@@ -724,6 +724,104 @@ describe("continuity-receipt-anchor CLI", () => {
     }
   });
 
+  test("usage is shown under the name the tool was run as", async () => {
+    let stdout = "";
+    const io = {
+      stdout: (text: string) => {
+        stdout += text;
+      },
+      stderr: () => {},
+    };
+    assert.equal(await main(["--help"], io, "receiptd anchor"), 0);
+    assert.match(stdout, /^usage: receiptd anchor verify <proof>/);
+    assert.doesNotMatch(stdout, /continuity-receipt-anchor/);
+  });
+
+  test("an unknown option is one line and the usage", async () => {
+    const run = await runCli("verify", helloPath, "--digest", digestArg, "--quik");
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /^error: unknown option '--quik'\nusage: /);
+  });
+
+  describe("--headers FILE", () => {
+    const headersPath = fixturePath("headers.json");
+    const write = (name: string, content: string): string => {
+      const path = join(workDir, name);
+      writeFileSync(path, content);
+      return path;
+    };
+
+    test("takes the corpus's headers.json as it is", async () => {
+      const { code, result } = await runCliJson(
+        "verify",
+        helloPath,
+        "--digest",
+        digestArg,
+        "--headers",
+        headersPath,
+      );
+      assert.equal(code, 0);
+      assert.equal(result.confirmed?.block_height, HELLO_HEIGHT);
+      assert.deepEqual(
+        result,
+        verifyProof(helloProof, helloDigest, new Map([[HELLO_HEIGHT, helloHeaderHex]])),
+      );
+    });
+
+    test("takes a bare {height: hex} object, repeated and next to --header", async () => {
+      const bare = write("bare.json", JSON.stringify({ [HELLO_HEIGHT]: helloHeaderHex }));
+      const other = write("other.json", JSON.stringify({ "1": "00".repeat(80) }));
+      const { code } = await runCliJson(
+        "verify",
+        helloPath,
+        "--digest",
+        digestArg,
+        "--headers",
+        other,
+        "--headers",
+        bare,
+        "--header",
+        helloHeaderHex.toUpperCase(),
+        "--height",
+        String(HELLO_HEIGHT),
+      );
+      assert.equal(code, 0);
+    });
+
+    test("an unusable file is a usage error naming it, with nothing on stdout", async () => {
+      const cases: [string, RegExp][] = [
+        [join(workDir, "absent-headers.json"), /--headers .*absent-headers\.json: ENOENT/],
+        [write("not-json-headers.json", "{"), /not-json-headers\.json: /],
+        [write("list.json", "[]"), /expected an object of hex headers keyed by block height/],
+        [write("key.json", '{"tip": "00"}'), /"tip" is not a block height/],
+        [
+          write("value.json", '{"headers": {"7": 7}}'),
+          /the header at height 7 is not a hex string/,
+        ],
+        [
+          write("conflict.json", JSON.stringify({ [HELLO_HEIGHT]: "00".repeat(80) })),
+          /gives height 358391 a second, different header/,
+        ],
+      ];
+      for (const [path, message] of cases) {
+        const run = await runCli(
+          "verify",
+          helloPath,
+          "--digest",
+          digestArg,
+          "--headers",
+          headersPath,
+          "--headers",
+          path,
+        );
+        assert.equal(run.code, 2, path);
+        assert.equal(run.stdout, "");
+        assert.match(run.stderr, message);
+        assert.match(run.stderr, /\nusage: continuity-receipt-anchor verify /);
+      }
+    });
+  });
+
   describe("--bundle", () => {
     const receiptId = "urn:uuid:00000000-0000-4000-8000-0000000000a1";
     const receipt = {

@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+// `npm start` runs dist/, which a fresh clone does not have and a pulled branch may have left
+// behind: this builds first when dist/ is missing or older than what it is built from.
+import { spawnSync } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The folders `receiptd` runs from once built (bench/ and test/ are not needed to serve). */
+export const RUNTIME_SOURCE_DIRS = ["src", "queues"];
+
+function mtimeOf(path) {
+  return statSync(path, { throwIfNoEntry: false })?.mtimeMs;
+}
+
+function* typeScriptSources(dir) {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (error) {
+    if (error.code === "ENOENT") return;
+    throw error;
+  }
+  for (const entry of entries) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) yield* typeScriptSources(path);
+    else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) yield path;
+  }
+}
+
+/**
+ * Why dist/ under `root` cannot be run as it is, or null when every runtime source has its
+ * output and no output is older than its source (or than tsconfig.json). Only mtimes are
+ * read, so this costs a few hundred stat calls.
+ */
+export function staleReason(root) {
+  const tsconfig = mtimeOf(join(root, "tsconfig.json")) ?? 0;
+  for (const dir of RUNTIME_SOURCE_DIRS) {
+    for (const source of typeScriptSources(join(root, dir))) {
+      const name = relative(root, source);
+      const output = join("dist", name.replace(/\.ts$/, ".js"));
+      const built = mtimeOf(join(root, output));
+      if (built === undefined) return `${output} is missing`;
+      if (built < mtimeOf(source)) return `${name} is newer than ${output}`;
+      if (built < tsconfig) return `tsconfig.json is newer than ${output}`;
+    }
+  }
+  return null;
+}
+
+/** Builds `root` with its own TypeScript; returns the exit code. */
+export function build(root) {
+  let tsc;
+  try {
+    tsc = createRequire(join(root, "package.json")).resolve("typescript/bin/tsc");
+  } catch {
+    process.stderr.write(
+      "ensure-build: TypeScript is not installed; run `npm ci` (with dev dependencies) first\n",
+    );
+    return 1;
+  }
+  const result = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.json")], {
+    cwd: root,
+    stdio: "inherit",
+  });
+  return result.status ?? 1;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const root = fileURLToPath(new URL("..", import.meta.url));
+  const reason = staleReason(root);
+  if (reason !== null) {
+    process.stderr.write(`ensure-build: ${reason}; building (npm run build) …\n`);
+    process.exitCode = build(root);
+  }
+}

@@ -1,0 +1,185 @@
+/**
+ * The published package as a user gets it: `npm pack`, `npm install` of the tarball into an
+ * empty folder, then the installed `receiptd` serves and verifies a corpus bundle with a key
+ * made by the installed `receiptd keys create`. Dependencies come from the npm cache when it
+ * has them (--prefer-offline) and from the registry otherwise.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcessByStdio, execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { staleReason } from "../../scripts/ensure-build.mjs";
+import { corpusBytes, corpusPath } from "../support/corpus.js";
+
+const run = promisify(execFile);
+const repository = fileURLToPath(new URL("../../", import.meta.url));
+const scratch = mkdtempSync(join(tmpdir(), "receiptd-package-"));
+const app = join(scratch, "app");
+const dataDir = join(scratch, "data");
+const bin = (name: string) => join(app, "node_modules/.bin", name);
+
+/** The user's environment, minus what would move the installed service out of embedded mode. */
+const userEnv: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, CPU_THREADS: "1" };
+for (const name of ["REDIS_URL", "DATABASE_URL", "CORPUS_DIR", "HOST", "PORT", "X402_PAY_TO"]) {
+  delete userEnv[name];
+}
+
+const INSTALL_TIMEOUT_MS = 600_000;
+const COMMAND_TIMEOUT_MS = 60_000;
+
+interface PackResult {
+  filename: string;
+  files: { path: string }[];
+}
+
+let packed: PackResult;
+
+before(async () => {
+  const reason = staleReason(repository);
+  assert.equal(reason, null, `dist/ is not current (${reason}): run npm run build`);
+  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", scratch], {
+    cwd: repository,
+    timeout: COMMAND_TIMEOUT_MS,
+    maxBuffer: 16 << 20,
+  });
+  packed = (JSON.parse(stdout) as PackResult[])[0]!;
+  mkdirSync(app);
+  writeFileSync(join(app, "package.json"), '{"name":"receiptd-install-probe","private":true}\n');
+});
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe("the npm package", () => {
+  test("ships every runtime folder of dist/, the licence, and no tests, benches or maps", () => {
+    const paths = packed.files.map((file) => file.path);
+    const runtime = readdirSync(join(repository, "dist")).filter(
+      (name) => name !== "test" && name !== "bench",
+    );
+    assert.deepEqual(runtime.sort(), ["queues", "src"]);
+    for (const folder of runtime) {
+      assert.ok(
+        paths.some((path) => path.startsWith(`dist/${folder}/`)),
+        `dist/${folder} is shipped`,
+      );
+    }
+    for (const required of ["LICENSE", "README.md", "package.json", "dist/queues/settlements.js"]) {
+      assert.ok(paths.includes(required), required);
+    }
+    assert.deepEqual(
+      paths.filter((path) => /^dist\/(test|bench)\//.test(path) || path.endsWith(".map")),
+      [],
+    );
+  });
+
+  test("the licence is Apache-2.0, as package.json says", () => {
+    const manifest = JSON.parse(readFileSync(join(repository, "package.json"), "utf8"));
+    assert.equal(manifest.license, "Apache-2.0");
+    const licence = readFileSync(join(repository, "LICENSE"), "utf8");
+    assert.match(licence, /^\s+Apache License\n\s+Version 2\.0, January 2004\n/);
+    assert.match(licence, /END OF TERMS AND CONDITIONS/);
+  });
+
+  test("installs into an empty folder, serves, verifies and runs its tools", {
+    timeout: INSTALL_TIMEOUT_MS + 5 * COMMAND_TIMEOUT_MS,
+  }, async () => {
+    await run(
+      "npm",
+      [
+        "install",
+        "--prefer-offline",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        join(scratch, packed.filename),
+      ],
+      { cwd: app, timeout: INSTALL_TIMEOUT_MS, maxBuffer: 16 << 20 },
+    );
+    const options = { cwd: app, env: userEnv, timeout: COMMAND_TIMEOUT_MS };
+
+    const help = await run(bin("receiptd"), ["--help"], options);
+    assert.match(help.stdout, /^receiptd \S+ — /);
+    assert.match(help.stdout, /usage: receiptd <command>/);
+    // Loads the queue workers' whole module graph (queues/, BullMQ) before printing.
+    const workerHelp = await run(bin("receiptd"), ["worker", "--help"], options);
+    assert.match(workerHelp.stdout, /^usage: receiptd worker/);
+    const verifyHelp = await run(bin("continuity-receipt-verify"), ["--help"], options);
+    assert.match(verifyHelp.stdout, /^usage: continuity-receipt-verify /);
+    // Loads the referee's grading code from dist/src/service.
+    const conformanceHelp = await run(bin("receiptd"), ["conformance", "--help"], options);
+    assert.match(conformanceHelp.stdout, /^usage: receiptd conformance run /);
+
+    const created = await run(bin("receiptd"), ["keys", "create", "--name", "probe", "--json"], {
+      ...options,
+    });
+    const { key } = JSON.parse(created.stdout) as { key: string };
+
+    const library = await run(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        'import { parseJson, verifyBundle } from "receiptd";' +
+          'import { readFileSync } from "node:fs";' +
+          "console.log(verifyBundle(parseJson(readFileSync(process.argv[1]))).verdict);",
+        corpusPath("vectors/02_happy_full.json"),
+      ],
+      options,
+    );
+    assert.equal(library.stdout, "TRUSTED\n");
+
+    const server = spawn(bin("receiptd"), ["serve", "--port", "0"], {
+      cwd: app,
+      env: userEnv,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    try {
+      const origin = await listeningOrigin(server);
+      const response = await fetch(`${origin}/verify`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: corpusBytes("vectors/02_happy_full.json"),
+      });
+      assert.equal(response.status, 200);
+      const { service, ...result } = (await response.json()) as Record<string, unknown>;
+      assert.equal(service, "continuity-receipt-verify");
+      assert.deepEqual(
+        result,
+        JSON.parse(corpusBytes("expected/vectors/02_happy_full.json").toString()),
+      );
+    } finally {
+      server.kill("SIGTERM");
+      if (server.exitCode === null) await once(server, "exit");
+    }
+    assert.equal(server.exitCode, 0);
+  });
+});
+
+/** The origin `receiptd serve` logs once it listens; rejects if it exits or takes too long. */
+function listeningOrigin(server: ChildProcessByStdio<null, Readable, Readable>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let output = "";
+    const timer = setTimeout(
+      () => reject(new Error(`receiptd serve did not listen:\n${output}`)),
+      COMMAND_TIMEOUT_MS,
+    );
+    const read = (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    server.stdout.on("data", read);
+    server.stderr.on("data", read);
+    server.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`receiptd serve exited with ${code}:\n${output}`));
+    });
+  });
+}
