@@ -111,24 +111,6 @@ export function settlementsProcessor(
   };
 }
 
-/** A settlement our x402 path has just completed (the x402 gate's `SettledPayment` fits). */
-export interface PaidSettlement {
-  /** The facilitator's transaction hash. */
-  tx: string;
-  network: string;
-  asset: string;
-  /** Atomic units, a decimal string. */
-  amount: string;
-  payTo: string;
-  /** The paid route's path, without query string. */
-  path: string;
-  /** The paying request's `User-Agent`; null when it sent none. */
-  ua: string | null;
-  /** For a payment made over MCP: the JSON-RPC method and the tool. */
-  rpc?: string;
-  tool?: string;
-}
-
 /** Where the recorder reports what it could not do (a pino logger fits); content-free. */
 export interface SettlementLog {
   error(details: object, message: string): void;
@@ -217,25 +199,14 @@ export class SettlementRecorder {
   }
 
   /**
-   * Resolves once the receipt job of `paid` is durable: in the queue (when it is persistent)
-   * or in the journal. Never rejects. When neither can take it — a malformed settlement, or a
+   * Resolves once the receipt job of `paid` (from our x402 path) is durable: in the queue
+   * (when it is persistent) or in the journal. Never rejects. When neither can take it — a malformed settlement, or a
    * journal that cannot be written — it logs the settlement's content-free members, so an
    * operator can submit it again (`POST /payment-receipts`), and resolves.
    */
-  async record(paid: PaidSettlement): Promise<void> {
-    const settlement = checkSettlementPayload({
-      tx: paid.tx,
-      network: paid.network,
-      asset: paid.asset,
-      amount: paid.amount,
-      payTo: paid.payTo,
-      path: paid.path,
-      // Our own path always knows: no header is `""`, family `none` (an absent `ua` would
-      // mean "not known", which only other producers may say).
-      ua: paid.ua ?? "",
-      rpc: paid.rpc ?? null,
-      tool: paid.tool ?? null,
-    });
+  async record(paid: Settlement): Promise<void> {
+    // Checked again: what a receipt may hold is bounded whoever produced the settlement.
+    const settlement = checkSettlementPayload(paid);
     if (typeof settlement === "string") {
       this.#log.error(
         { err: new InvalidSettlementError(settlement) },

@@ -199,10 +199,33 @@ export function rfc3339Instant(text: string): Instant | null {
   };
 }
 
-/** A refused envelope: a 400 with a stable code, or 413 for a ciphertext over the limit. */
+/**
+ * Why an envelope is refused. These are public error codes of the service (`ERROR_STATUS` in
+ * src/service/errors.ts gives each its status: 413 for `ciphertext_too_large`, else 400), so
+ * the service types them against its code union.
+ */
+export type EnvelopeErrorCode =
+  | "bad_envelope"
+  | "unknown_member"
+  | "missing_member"
+  | "unsupported_spec"
+  | "invalid_crystal_id"
+  | "invalid_parent_crystal_id"
+  | "invalid_tenant_hash"
+  | "unsupported_cipher"
+  | "invalid_nonce"
+  | "invalid_ciphertext"
+  | "ciphertext_too_large"
+  | "invalid_size_bytes"
+  | "size_mismatch"
+  | "crystal_id_mismatch"
+  | "invalid_created_at"
+  | "invalid_metadata_public"
+  | "metadata_too_large";
+
+/** A refused envelope: a stable code, what is wrong, and the limit a size passed. */
 export interface CrystalRefusal {
-  statusCode: 400 | 413;
-  error: string;
+  error: EnvelopeErrorCode;
   detail: string;
   limit?: number;
 }
@@ -228,11 +251,7 @@ export interface EnvelopeLimits {
   maxCiphertextBytes: number;
 }
 
-const refuse = (error: string, detail: string): CrystalRefusal => ({
-  statusCode: 400,
-  error,
-  detail,
-});
+const refuse = (error: EnvelopeErrorCode, detail: string): CrystalRefusal => ({ error, detail });
 
 const SHA256_ID_FORM = "sha256: and 64 lower-case hex digits";
 
@@ -301,9 +320,7 @@ export function validateEnvelope(
   }
   if (ciphertext.length > limits.maxCiphertextBytes) {
     return {
-      statusCode: 413,
-      error: "ciphertext_too_large",
-      detail: `the decoded ciphertext is ${ciphertext.length} bytes`,
+      ...refuse("ciphertext_too_large", `the decoded ciphertext is ${ciphertext.length} bytes`),
       limit: limits.maxCiphertextBytes,
     };
   }

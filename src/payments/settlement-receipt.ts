@@ -95,16 +95,27 @@ export const settlementSchema = {
   },
 } as const;
 
-/** A settlement as the settlements queue carries it (JSON, so external producers can too). */
+/**
+ * A settled payment: what `POST /payment-receipts` takes, what the settlements queue carries
+ * (JSON, so external producers can too) and what our x402 path reports. One type for the
+ * three, so a member one of them fills reaches the receipt.
+ */
 export type Settlement = {
   /** `0x` + 64 lower-case hex. */
   tx: string;
   network: string;
   asset: string;
+  /** Atomic units, a decimal string. */
   amount: string;
   payTo: string;
+  /** The paid route's path, without query string. */
   path: string;
+  /** The paying client's User-Agent; `""`: it sent none; absent or null: not known. */
   ua?: string | null;
+} & SettlementCall;
+
+/** For a payment made over MCP: the JSON-RPC method and the tool it paid for. */
+export type SettlementCall = {
   rpc?: string | null;
   tool?: string | null;
 };

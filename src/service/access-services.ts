@@ -9,10 +9,11 @@ import { AuditLog } from "../access/audit.js";
 import type { CapStore } from "../access/caps.js";
 import { FacilitatorClient } from "../payments/facilitator-client.js";
 import type { NonceLedger } from "../payments/nonce-ledger.js";
+import type { Settlement } from "../payments/settlement-receipt.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import type { ServiceConfig } from "./config.js";
 import type { AccessServices } from "./plugins/access.js";
-import { type SettledPayment, X402Gate } from "./plugins/x402.js";
+import { X402Gate } from "./plugins/x402.js";
 import type { ServiceIdentity } from "./service-key.js";
 
 export interface AccessServiceDependencies {
@@ -23,7 +24,7 @@ export interface AccessServiceDependencies {
   identity: ServiceIdentity;
   clock: () => number;
   /** Told about every settled x402 payment; resolves once its receipt job is durable. */
-  onSettled: (payment: SettledPayment) => Promise<void>;
+  onSettled: (settlement: Settlement) => Promise<void>;
 }
 
 export function createAccessServices(

@@ -69,6 +69,33 @@ export const ERROR_STATUS = {
   invalid_key: 401,
   internal_token_required: 401,
   payment_required: 402,
+  // x402 challenges (402): why a payment (payments/errors.ts) or a pass token
+  // (payments/pass-token.ts) was not taken; the challenge offers a new one.
+  payment_header_too_large: 402,
+  multiple_payment_headers: 402,
+  invalid_payment_encoding: 402,
+  invalid_payment_json: 402,
+  invalid_payload: 402,
+  invalid_x402_version: 402,
+  invalid_scheme: 402,
+  invalid_network: 402,
+  invalid_payment_requirements: 402,
+  invalid_exact_evm_payload_recipient_mismatch: 402,
+  invalid_exact_evm_payload_authorization_value: 402,
+  invalid_exact_evm_payload_authorization_valid_after: 402,
+  invalid_exact_evm_payload_authorization_valid_before: 402,
+  invalid_exact_evm_payload_signature: 402,
+  signature_high_s: 402,
+  signature_bad_v: 402,
+  signature_unsupported_length: 402,
+  signer_mismatch: 402,
+  nonce_already_used: 402,
+  pass_malformed: 402,
+  pass_signature_invalid: 402,
+  pass_issuer_unknown: 402,
+  pass_not_yet_valid: 402,
+  pass_expired: 402,
+  pass_scope_mismatch: 402,
   loopback_only: 403,
   origin_not_allowed: 403,
   tenant_forbidden: 403,
@@ -97,6 +124,8 @@ export const ERROR_STATUS = {
   facilitator_unreachable: 502,
   facilitator_error: 502,
   facilitator_bad_response: 502,
+  // The facilitator's answer is unknown, however it failed: one status (service-decisions.md).
+  facilitator_timeout: 502,
   overloaded: 503,
   too_many_connections: 503,
   store_unavailable: 503,
@@ -106,11 +135,14 @@ export const ERROR_STATUS = {
   nonce_ledger_unavailable: 503,
   payments_unavailable: 503,
   corpus_not_deployed: 503,
-  facilitator_timeout: 504,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 export type ErrorStatus<Code extends ErrorCode> = (typeof ERROR_STATUS)[Code];
+/** The codes answered with `Status` (x402 challenges take only 402 codes, say). */
+export type ErrorCodeWithStatus<Status extends number> = {
+  [Code in ErrorCode]: ErrorStatus<Code> extends Status ? Code : never;
+}[ErrorCode];
 
 /** Members an error body may carry besides `error` (errorResponseSchema). */
 export interface ErrorFields {

@@ -388,12 +388,12 @@ describe("SettlementRecorder (the x402 path)", () => {
     assert.deepEqual(logged, []);
   });
 
-  test("a request without a User-Agent is family `none`, without a hash", async () => {
+  test('a request without a User-Agent (`ua: ""`) is family `none`, without a hash', async () => {
     const { queue, release } = gatedQueue();
     release();
     const recorder = new SettlementRecorder({ queue, journal: journal(), log });
     await recorder.start();
-    await recorder.record(paid(21, null));
+    await recorder.record(paid(21, ""));
     await drained(recorder);
     const document = (await stored(21)) as { receipt: SettlementReceipt };
     assert.equal(document.receipt.ua_family, "none");

@@ -24,12 +24,21 @@ import {
 import { ANONYMOUS, keyPrincipal, type Principal, x402Principal } from "../../access/principal.js";
 import {
   PassTokenError,
+  type PassTokenErrorCode,
   passTokenFromHeaders,
   verifyPassToken,
 } from "../../payments/pass-token.js";
+import type { SettlementCall } from "../../payments/settlement-receipt.js";
 import type { ServiceLimits } from "../config.js";
+import { sendAnswer } from "../errors.js";
 import { headerCount } from "../http/connections.js";
-import { jsonRefusal, type PendingPayment, type Refusal, type Sale, X402Gate } from "./x402.js";
+import {
+  type AccessRefusal,
+  accessRefusal,
+  type PendingPayment,
+  type Sale,
+  X402Gate,
+} from "./x402.js";
 
 /**
  * - `keyed`: an API key or an x402 payment per call (verification, anchors, conformance);
@@ -46,7 +55,14 @@ export type Credential =
   | { kind: "none" }
   | { kind: "key" }
   | { kind: "pass" }
-  | { kind: "payment"; pending: PendingPayment; sale: Sale; used: boolean };
+  | {
+      kind: "payment";
+      pending: PendingPayment;
+      sale: Sale;
+      used: boolean;
+      /** What a `mixed` route did with it (MCP: the method and tool), for the receipt. */
+      call: SettlementCall | null;
+    };
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -78,7 +94,7 @@ export interface AccessServices {
 }
 
 /** The outcome of checking a request's credentials for keyed work. */
-export type AccessDecision = { granted: true } | { granted: false; refusal: Refusal };
+export type AccessDecision = { granted: true } | { granted: false; refusal: AccessRefusal };
 
 const DOCS = "README.md#access-and-payments";
 
@@ -88,11 +104,10 @@ const DOCS = "README.md#access-and-payments";
  */
 const UNCOUNTED_ROUTES = new Set(["/health"]);
 
-function missingKey(): Refusal {
-  return jsonRefusal(
-    401,
+function missingKey(): AccessRefusal {
+  return accessRefusal(
+    "missing_key",
     {
-      error: "missing_key",
       hint: "send an API key as 'Authorization: Bearer svc_…' or 'X-SVC-Key: svc_…'",
       docs: DOCS,
     },
@@ -100,11 +115,10 @@ function missingKey(): Refusal {
   );
 }
 
-function invalidKey(): Refusal {
-  return jsonRefusal(
-    401,
+function invalidKey(): AccessRefusal {
+  return accessRefusal(
+    "invalid_key",
     {
-      error: "invalid_key",
       hint: "the key is unknown or revoked; ask the operator for a valid key",
       docs: DOCS,
     },
@@ -116,9 +130,8 @@ function invalidKey(): Refusal {
  * Node keeps only the first of several `Authorization` headers, so a second credential would
  * otherwise pass unseen and the call be charged to the first one.
  */
-function conflictingCredentials(): Refusal {
-  return jsonRefusal(400, {
-    error: "conflicting_credentials",
+function conflictingCredentials(): AccessRefusal {
+  return accessRefusal("conflicting_credentials", {
     detail: "the Authorization header is repeated; send one credential",
     docs: DOCS,
   });
@@ -128,14 +141,15 @@ function saleOf(access: RouteAccess): Sale {
   return access === "leased" ? "pass" : "call";
 }
 
-function send(reply: FastifyReply, refusal: Refusal): FastifyReply {
-  return reply.code(refusal.statusCode).headers(refusal.headers).send(refusal.body);
+function send(reply: FastifyReply, refusal: AccessRefusal): FastifyReply {
+  return sendAnswer(reply.headers(refusal.headers), refusal);
 }
 
 /**
  * Whether `request` may do keyed work: routes of the `mixed` class ask before doing it (MCP's
  * `tools/call`). Side-effect free; a route that then does keyed work says so with
- * `markKeyedWorkDone`, and only then is a presented payment settled.
+ * `markKeyedWorkDone`, and only then is a presented payment settled, its receipt naming the
+ * `call` the route reports.
  */
 export function keyedAccess(request: FastifyRequest): AccessDecision {
   const kind = request.credential?.kind;
@@ -145,9 +159,11 @@ export function keyedAccess(request: FastifyRequest): AccessDecision {
   return { granted: false, refusal: gate === null ? missingKey() : gate.challenge(route, "call") };
 }
 
-export function markKeyedWorkDone(request: FastifyRequest): void {
+export function markKeyedWorkDone(request: FastifyRequest, call: SettlementCall): void {
   const credential = request.credential;
-  if (credential?.kind === "payment") credential.used = true;
+  if (credential?.kind !== "payment") return;
+  credential.used = true;
+  credential.call = call;
 }
 
 declare module "fastify" {
@@ -182,8 +198,8 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     const nowMs = services.clock();
     const decision = await services.caps.consume(bucket, limit, nowMs);
     if (!decision.allowed) {
-      const refused = capReachedResponse(decision);
-      return jsonRefusal(refused.statusCode, refused.body, refused.headers);
+      const { body, headers } = capReachedResponse(decision);
+      return accessRefusal(body.error, { hint: body.hint }, headers);
     }
     request.capCharge = { bucket, nowMs };
     reply.headers(rateLimitHeaders(decision));
@@ -278,6 +294,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
         pending: check.pending,
         sale,
         used: access !== "mixed",
+        call: null,
       };
       return;
     }
@@ -301,10 +318,11 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
       await gate.abandon(credential.pending);
       return payload;
     }
-    const refusal = await gate.settle(request, reply, credential.pending, credential.sale);
+    const { pending, sale, call } = credential;
+    const refusal = await gate.settle(request, reply, pending, sale, call);
     if (refusal === null) return payload;
-    reply.code(refusal.statusCode).headers(refusal.headers);
-    return refusal.body;
+    reply.code(refusal.statusCode).headers(refusal.headers).type("application/json; charset=utf-8");
+    return refusal.json;
   }
 
   app.addHook("onSend", async (request, reply, payload) => {
@@ -328,7 +346,11 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
 }
 
 /** A pass that cannot be honoured: offer a new one (or, with payments off, ask for a key). */
-function passRefusal(services: AccessServices, route: string, code: string): Refusal {
+function passRefusal(
+  services: AccessServices,
+  route: string,
+  code: PassTokenErrorCode,
+): AccessRefusal {
   return services.payments === null
     ? missingKey()
     : services.payments.challenge(route, "pass", code);

@@ -7,6 +7,7 @@
  */
 import { BlockList, isIP } from "node:net";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { type Answer, errorAnswer, sendAnswer } from "../errors.js";
 import type { InternalToken } from "../internal-token.js";
 
 export const INTERNAL_TOKEN_HEADER = "x-internal-token";
@@ -27,12 +28,10 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 export function internalAccessRefusal(
   request: FastifyRequest,
   token: InternalToken,
-): { statusCode: 401 | 403; body: { error: string } } | null {
-  if (!isLoopbackAddress(request.raw.socket.remoteAddress)) {
-    return { statusCode: 403, body: { error: "loopback_only" } };
-  }
+): Answer | null {
+  if (!isLoopbackAddress(request.raw.socket.remoteAddress)) return errorAnswer("loopback_only");
   if (!token.matches(request.headers[INTERNAL_TOKEN_HEADER])) {
-    return { statusCode: 401, body: { error: "internal_token_required" } };
+    return errorAnswer("internal_token_required");
   }
   return null;
 }
@@ -45,6 +44,6 @@ export function registerInternalAccess(app: FastifyInstance, token: InternalToke
   app.addHook("preHandler", async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.routeOptions.config.access !== "internal") return;
     const refusal = internalAccessRefusal(request, token);
-    if (refusal !== null) return reply.code(refusal.statusCode).send(refusal.body);
+    if (refusal !== null) return sendAnswer(reply, refusal);
   });
 }

@@ -28,7 +28,15 @@ import {
   type PaymentSettings,
   paymentRequirements,
 } from "../../payments/requirements.js";
+import type { Settlement, SettlementCall } from "../../payments/settlement-receipt.js";
 import type { Ed25519Signer } from "../../verifier/crypto/ed25519.js";
+import {
+  type Answer,
+  type ErrorCode,
+  type ErrorCodeWithStatus,
+  type ErrorFields,
+  errorAnswer,
+} from "../errors.js";
 
 /** A payment checked locally and by the facilitator, waiting for the handler's answer. */
 export interface PendingPayment {
@@ -36,17 +44,6 @@ export interface PendingPayment {
   nonce: NonceKey;
   /** The route template the payment was for (settlement receipts name it). */
   route: string;
-}
-
-/** What the settlements queue is told about a settled payment (service.md §4). */
-export interface SettledPayment {
-  tx: string;
-  network: string;
-  asset: string;
-  amount: string;
-  payTo: string;
-  path: string;
-  ua: string | null;
 }
 
 export interface X402GateOptions {
@@ -64,18 +61,32 @@ export interface X402GateOptions {
    * released only once it resolves, which it does once the receipt job is durable. Must not
    * reject.
    */
-  onSettled: (payment: SettledPayment) => Promise<void>;
+  onSettled: (settlement: Settlement) => Promise<void>;
 }
 
-/** A refusal the access plugin sends as is. */
-export interface Refusal {
-  statusCode: number;
+/**
+ * A refusal at the door (access, caps, payments): an answer the access plugin sends as is,
+ * with the headers it needs (`WWW-Authenticate`, `PAYMENT-REQUIRED`, `Retry-After`, …).
+ */
+export interface AccessRefusal extends Answer {
   headers: Record<string, string>;
-  /** JSON text. */
-  body: string;
 }
 
-export type PaymentCheck = { ok: true; pending: PendingPayment } | { ok: false; refusal: Refusal };
+/** The refusal of `code`, its status from the table. */
+export function accessRefusal(
+  code: ErrorCode,
+  fields: ErrorFields = {},
+  headers: Record<string, string> = {},
+): AccessRefusal {
+  return { ...errorAnswer(code, fields), headers };
+}
+
+/** Why a challenge offers a payment again: one of our 402 codes. */
+export type ChallengeCode = ErrorCodeWithStatus<402>;
+
+export type PaymentCheck =
+  | { ok: true; pending: PendingPayment }
+  | { ok: false; refusal: AccessRefusal };
 
 /** Which offers a route sells: per call, or a lease and a day pass. */
 export type Sale = "call" | "pass";
@@ -84,8 +95,6 @@ const OFFERS: Readonly<Record<Sale, readonly OfferKind[]>> = {
   call: ["call"],
   pass: ["lease", "day"],
 };
-
-const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
 
 export class X402Gate {
   readonly #options: X402GateOptions;
@@ -118,12 +127,25 @@ export class X402Gate {
   }
 
   /** The 402 for `route`: the v1 JSON body and the v2 `PAYMENT-REQUIRED` header. */
-  challenge(route: string, sale: Sale, error = "payment_required"): Refusal {
+  challenge(route: string, sale: Sale, error: ChallengeCode = "payment_required"): AccessRefusal {
+    return this.#challenge(route, sale, error);
+  }
+
+  /**
+   * The 402 after the facilitator declined: its x402 reason is passed on as the protocol's own
+   * term (protocols.md §1.5), not one of our codes, so a client reads it as the facilitator
+   * gave it.
+   */
+  #declined(route: string, sale: Sale, reason: string): AccessRefusal {
+    return this.#challenge(route, sale, reason);
+  }
+
+  #challenge(route: string, sale: Sale, error: string): AccessRefusal {
     const encoded = encodeChallenge(this.#requirementsFor(route, sale), error);
     return {
       statusCode: 402,
-      headers: { ...JSON_HEADERS, "payment-required": encoded.paymentRequired },
-      body: encoded.body,
+      json: encoded.body,
+      headers: { "payment-required": encoded.paymentRequired },
     };
   }
 
@@ -137,9 +159,9 @@ export class X402Gate {
     request: FastifyRequest,
     route: string,
     sale: Sale,
-    chargePayer: (payer: string) => Promise<Refusal | null>,
+    chargePayer: (payer: string) => Promise<AccessRefusal | null>,
   ): Promise<PaymentCheck> {
-    const refuse = (refusal: Refusal): PaymentCheck => ({ ok: false, refusal });
+    const refuse = (refusal: AccessRefusal): PaymentCheck => ({ ok: false, refusal });
     const requirements = this.#requirementsFor(route, sale);
     let verified: VerifiedPayment<PaymentOption>;
     try {
@@ -167,24 +189,22 @@ export class X402Gate {
       reserved = await this.#options.nonces.reserve(nonce, expiry);
     } catch {
       // Without the ledger a replay cannot be ruled out: refuse rather than risk one.
-      return refuse(
-        jsonRefusal(503, { error: "nonce_ledger_unavailable" }, { "retry-after": "1" }),
-      );
+      return refuse(accessRefusal("nonce_ledger_unavailable", {}, { "retry-after": "1" }));
     }
     if (!reserved) return refuse(this.challenge(route, sale, "nonce_already_used"));
     const facilitator = this.#options.facilitator;
     if (facilitator === null) {
       await this.#release(nonce);
-      return refuse(jsonRefusal(503, { error: "payments_unavailable" }));
+      return refuse(accessRefusal("payments_unavailable"));
     }
     const outcome = await facilitator.verify(facilitatorRequest(verified));
     if (outcome.status !== "valid") {
       // Nothing was settled, so the authorization may still be used.
       await this.#release(nonce);
       if (outcome.status === "declined") {
-        return refuse(this.challenge(route, sale, outcome.reason));
+        return refuse(this.#declined(route, sale, outcome.reason));
       }
-      return refuse(jsonRefusal(502, { error: outcome.code }));
+      return refuse(accessRefusal(outcome.code));
     }
     return { ok: true, pending: { verified, nonce, route } };
   }
@@ -210,21 +230,23 @@ export class X402Gate {
    * Settles a held response. On success adds the receipt header (and, for a pass sale, the
    * pass token) and tells `onSettled`; otherwise answers for the response: 402 when the
    * facilitator declined, 502 when its answer is unknown (the payment may or may not have
-   * happened, so it is not offered again as if it had not).
+   * happened, so it is not offered again as if it had not). `call` is what was paid for over
+   * MCP (the JSON-RPC method and tool), which the receipt records.
    */
   async settle(
     request: FastifyRequest,
     reply: FastifyReply,
     pending: PendingPayment,
     sale: Sale,
-  ): Promise<Refusal | null> {
+    call: SettlementCall | null = null,
+  ): Promise<AccessRefusal | null> {
     const facilitator = this.#options.facilitator;
-    if (facilitator === null) return jsonRefusal(503, { error: "payments_unavailable" });
+    if (facilitator === null) return accessRefusal("payments_unavailable");
     const outcome = await facilitator.settle(facilitatorRequest(pending.verified));
     if (outcome.status === "declined") {
-      return this.challenge(pending.route, sale, outcome.reason);
+      return this.#declined(pending.route, sale, outcome.reason);
     }
-    if (outcome.status === "unknown") return jsonRefusal(502, { error: outcome.code });
+    if (outcome.status === "unknown") return accessRefusal(outcome.code);
 
     const { payment, requirement, payer } = pending.verified;
     const header = encodeSettlementResponse(payment.x402Version, requirement.network, {
@@ -249,7 +271,10 @@ export class X402Gate {
       amount: requirement.amount.toString(),
       payTo: requirement.payTo,
       path: pending.route,
-      ua: typeof userAgent === "string" ? userAgent : null,
+      // Our own path always knows the User-Agent: none sent is `""` (family `none`); null
+      // would mean "not known", which only other producers may say.
+      ua: typeof userAgent === "string" ? userAgent : "",
+      ...call,
     });
     return null;
   }
@@ -266,8 +291,4 @@ export class X402Gate {
       now: this.#options.clock,
     }).token;
   }
-}
-
-export function jsonRefusal(statusCode: number, body: object, headers = {}): Refusal {
-  return { statusCode, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
 }

@@ -111,6 +111,22 @@ describe("x402 through the local facilitator", () => {
   const verify = (headers: Record<string, string> = {}, payload: Buffer | string = GOOD) =>
     call("POST", "/verify", headers, payload);
 
+  /** The settlement receipt, stored through the settlements queue after the response. */
+  const storedReceipt = async (tx: string): Promise<JsonObject> => {
+    let stored: Answer | undefined;
+    for (let attempt = 0; attempt < 200; attempt += 1) {
+      stored = await call("GET", `/receipts/${tx}`);
+      if (stored.status === 200) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.equal(stored?.status, 200, stored?.body);
+    const document = parseJson(stored?.body ?? "");
+    assert.ok(isObject(document));
+    const receipt = document.get("receipt");
+    assert.ok(isObject(receipt));
+    return receipt;
+  };
+
   before(async () => {
     peer = await startFacilitatorPeer({ clock: () => NOW_MS });
     service = await startTestService(paymentsConfig(testSettings(), peer.url), {
@@ -163,18 +179,7 @@ describe("x402 through the local facilitator", () => {
       assert.equal(settlement.network, version === 1 ? "base" : "eip155:8453");
       assert.equal(settlement.payer, payer.address);
 
-      // The settlement receipt is stored through the settlements queue, after the response.
-      let stored: Answer | undefined;
-      for (let attempt = 0; attempt < 200; attempt += 1) {
-        stored = await call("GET", `/receipts/${settlement.transaction}`);
-        if (stored.status === 200) break;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      assert.equal(stored?.status, 200, stored?.body);
-      const document = parseJson(stored?.body ?? "");
-      assert.ok(isObject(document));
-      const receipt = document.get("receipt");
-      assert.ok(isObject(receipt));
+      const receipt = await storedReceipt(settlement.transaction);
       assert.equal(receipt.get("kind"), "svc.payment-receipt");
       assert.equal(receipt.get("tx"), settlement.transaction);
       assert.equal(receipt.get("path"), "/verify");
@@ -194,6 +199,47 @@ describe("x402 through the local facilitator", () => {
       assert.equal(JSON.parse(replay.body).error, "nonce_already_used");
     });
   }
+
+  test("a paid MCP tools/call: its receipt records the JSON-RPC method and the tool", async () => {
+    const mcp = (headers: Record<string, string>, body: string) =>
+      call("POST", "/mcp", { "content-type": "application/json", ...headers }, body);
+    const rpc = (id: number, method: string, params: object) =>
+      JSON.stringify({ jsonrpc: "2.0", id, method, params });
+    const toolCall = (id: number, name: string) =>
+      rpc(id, "tools/call", { name, arguments: { issuer: "did:key:z6MkNothingStoredHere" } });
+    const paidCall = async (body: string, headers: Record<string, string> = {}) => {
+      const offer = offerOf(await mcp({}, body), 2);
+      const paid = await mcp({ ...headers, ...(await paymentHeader(offer, payer)) }, body);
+      assert.equal(paid.status, 200, paid.body);
+      const { transaction } = fromHeader(String(paid.headers["payment-response"])) as {
+        transaction: string;
+      };
+      return storedReceipt(transaction);
+    };
+
+    const receipt = await paidCall(toolCall(1, "get_revocations"), { "user-agent": "node" });
+    assert.equal(receipt.get("path"), "/mcp");
+    assert.equal(receipt.get("rpc"), "tools/call");
+    assert.equal(receipt.get("tool"), "get_revocations");
+    assert.equal(receipt.get("ua_family"), "node");
+    const issuer = String(receipt.get("issuer"));
+    const sig = receipt.get("sig");
+    assert.ok(isObject(sig));
+    assert.equal(
+      verifyEd25519(issuer, canonicalBytes(receipt, "sig"), String(sig.get("value"))),
+      true,
+    );
+
+    // A receipt names one tool, and never a name the client made up: the method alone then.
+    const v1 = { "mcp-protocol-version": "2025-03-26" };
+    const batch = `[${toolCall(1, "get_revocations")},${toolCall(2, "verify_anchor")}]`;
+    const mixed = await paidCall(batch, v1);
+    assert.equal(mixed.get("rpc"), "tools/call");
+    assert.equal(mixed.has("tool"), false);
+    const unknown = await paidCall(toolCall(1, "no such tool"));
+    assert.equal(unknown.get("rpc"), "tools/call");
+    assert.equal(unknown.has("tool"), false);
+  });
 
   test("a refused request is not settled: the same authorization still pays later", async () => {
     const headers = await paymentHeader(offerOf(await verify(), 2), payer);

@@ -1,6 +1,6 @@
 /**
  * Worker-side handling of memory crystals (service.md §6), run on a CPU-pool thread
- * (workers/crystals.ts): `POST /crystals` bodies are parsed strictly and checked against every
+ * (`worker.ts`): `POST /crystals` bodies are parsed strictly and checked against every
  * envelope rule there, and lineages are built there from the stored summaries. The main thread
  * only does the storage (src/crystals/store.ts) and sends what it gets back.
  */
@@ -19,9 +19,14 @@ import {
 import { lineageJson, lineageSummary } from "../../../crystals/lineage.js";
 import type { PreparedCrystal } from "../../../crystals/store.js";
 import { bodyValidator } from "../../../validation/body-validator.js";
-import { dumpCompact } from "../../../verifier/json/dump.js";
-import { parseJson, StrictJsonError } from "../../../verifier/json/parse.js";
 import type { JsonValue } from "../../../verifier/json/value.js";
+import {
+  type Answer,
+  type ErrorCode,
+  errorAnswer,
+  errorAnswerOf,
+  parseRequestJson,
+} from "../../errors.js";
 
 const sha256Id = (description: string) =>
   ({ type: "string", pattern: SHA256_ID_PATTERN, description }) as const;
@@ -99,18 +104,13 @@ export interface CrystalLineageTask {
 
 export type CrystalTask = CrystalPostTask | CrystalLineageTask;
 
-/** A refusal to send as it is. */
-export interface CrystalReply {
-  kind: "reply";
-  statusCode: 400 | 413;
-  /** The response body, already serialised. */
-  json: string;
-}
+/** A refusal, to send as it is; or the documents to store. */
+export type CrystalPostAnswer =
+  | ({ kind: "reply" } & Answer)
+  | ({ kind: "store" } & PreparedCrystal);
 
-export type CrystalPostAnswer = CrystalReply | ({ kind: "store" } & PreparedCrystal);
-
-function reply(statusCode: CrystalReply["statusCode"], payload: object): CrystalReply {
-  return { kind: "reply", statusCode, json: dumpCompact(payload) };
+function reply(answer: Answer): CrystalPostAnswer {
+  return { kind: "reply", ...answer };
 }
 
 /** `POST /crystals` from raw body bytes: a refusal, or the documents to store. */
@@ -120,19 +120,18 @@ export function prepareCrystalPost(
 ): CrystalPostAnswer {
   let body: JsonValue;
   try {
-    body = parseJson(bytes);
+    body = parseRequestJson(bytes);
   } catch (error) {
-    if (!(error instanceof StrictJsonError)) throw error;
-    return reply(400, { error: "invalid_json", detail: error.message });
+    return reply(errorAnswerOf(error));
   }
   const crystal = validateEnvelope(body, limits);
   if (isCrystalRefusal(crystal)) {
-    const { statusCode, ...refusal } = crystal;
-    return reply(statusCode, refusal);
+    const { error, ...fields } = crystal;
+    return reply(errorAnswer(error satisfies ErrorCode, fields));
   }
   // The rules above are finer than the published schema; this keeps the two from drifting.
   const violation = validateEnvelopeSchema(body);
-  if (violation !== null) return reply(400, { error: "bad_envelope", detail: violation });
+  if (violation !== null) return reply(errorAnswer("bad_envelope", { detail: violation }));
   // Copies: Buffers may share a pooled ArrayBuffer, and these are moved to the main thread.
   return {
     kind: "store",

@@ -2,7 +2,7 @@
  * Memory crystals (service.md §6): `POST /crystals` stores a sealed envelope for a tenant,
  * `GET /crystals/{crystal_id}` serves it back to whoever names its tenant, and
  * `GET /crystals/lineage` lists a tenant's crystals as a DAG. Bodies are checked on a worker
- * (src/service/crystals-request.ts); storage and tenant ownership are src/crystals/store.ts.
+ * (`answer.ts`); storage and tenant ownership are src/crystals/store.ts.
  *
  * Reads never reveal more than the tenant hash they were given unlocks: a crystal of another
  * tenant and a crystal that does not exist are the same 404, and an unknown tenant has an
@@ -23,6 +23,7 @@ import {
   storeCrystal,
 } from "../../../crystals/store.js";
 import { DocumentStoreUnavailableError } from "../../../storage/document-store.js";
+import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
@@ -32,12 +33,10 @@ import { lineageTask, prepareCrystalTask } from "./tasks.js";
 const TENANT_HEADER = "x-tenant-hash";
 /** Crystals are one tenant's state: no shared cache may keep them. */
 const PRIVATE_NO_STORE = "private, no-store";
-const JSON_TYPE = "application/json; charset=utf-8";
 /** Reads accept hex of either case and look it up in lower case, the only case stored. */
 const SHA256_ID_ANY_CASE = /^sha256:[0-9a-fA-F]{64}$/;
 const SHA256_ID_ANY_CASE_PATTERN = "^sha256:[0-9a-fA-F]{64}$";
 
-const STORE_UNAVAILABLE = "crystal_store_unavailable";
 const STORE_UNAVAILABLE_DETAIL = "the crystal store cannot be reached right now, retry";
 
 const sha256Text = { type: "string", description: "`sha256:<64 hex>`" } as const;
@@ -186,46 +185,42 @@ interface TenantQuery {
   tenant?: unknown;
 }
 
-type Refusal = { error: string; detail: string };
-
 /** A read parameter as the lower-case id it names, or null when it is not an id. */
 function readId(value: unknown): string | null {
   return typeof value === "string" && SHA256_ID_ANY_CASE.test(value) ? value.toLowerCase() : null;
 }
 
 /** The tenant a read names, from `X-Tenant-Hash` or `?tenant=`; both must agree. */
-function requestedTenant(request: FastifyRequest<{ Querystring: TenantQuery }>): string | Refusal {
+function requestedTenant(request: FastifyRequest<{ Querystring: TenantQuery }>): string | Answer {
   const header = request.headers[TENANT_HEADER];
   const query = request.query.tenant;
   if (header === undefined && query === undefined) {
-    return { error: "missing_tenant", detail: "name the tenant: X-Tenant-Hash or ?tenant=" };
+    return errorAnswer("missing_tenant", {
+      detail: "name the tenant: X-Tenant-Hash or ?tenant=",
+    });
   }
   const fromHeader = header === undefined ? undefined : readId(header);
   const fromQuery = query === undefined ? undefined : readId(query);
   if (fromHeader === null || fromQuery === null) {
-    return { error: "invalid_tenant_hash", detail: "the tenant must be sha256: and 64 hex digits" };
+    return errorAnswer("invalid_tenant_hash", {
+      detail: "the tenant must be sha256: and 64 hex digits",
+    });
   }
   if (fromHeader !== undefined && fromQuery !== undefined && fromHeader !== fromQuery) {
-    return {
-      error: "ambiguous_tenant",
+    return errorAnswer("ambiguous_tenant", {
       detail: "X-Tenant-Hash and ?tenant= name different tenants",
-    };
+    });
   }
   return (fromHeader ?? fromQuery) as string;
 }
 
+/** Nothing was half-written (every store write is one atomic statement): retrying is safe. */
 function storeUnavailable(reply: FastifyReply): FastifyReply {
-  return reply
-    .code(503)
-    .header("retry-after", "1")
-    .send({ error: STORE_UNAVAILABLE, detail: STORE_UNAVAILABLE_DETAIL });
+  return sendAnswer(
+    reply.header("retry-after", "1"),
+    errorAnswer("crystal_store_unavailable", { detail: STORE_UNAVAILABLE_DETAIL }),
+  );
 }
-
-const OUTCOME_REFUSALS: Partial<Record<StoreOutcome, 403 | 409 | 422>> = {
-  tenant_forbidden: 403,
-  parent_not_found: 422,
-  crystal_conflict: 409,
-};
 
 export async function crystalRoutes(app: FastifyInstance) {
   const { limits } = app.serviceConfig;
@@ -245,9 +240,7 @@ export async function crystalRoutes(app: FastifyInstance) {
         maxCiphertextBytes: limits.maxCrystalCiphertextBytes,
       };
       const answer = await app.cpuPool.run(prepareCrystalTask, task, [body]);
-      if (answer.kind === "reply") {
-        return reply.code(answer.statusCode).type(JSON_TYPE).send(answer.json);
-      }
+      if (answer.kind === "reply") return sendAnswer(reply, answer);
       const crystal: PreparedCrystal = answer;
       let outcome: StoreOutcome;
       try {
@@ -256,8 +249,9 @@ export async function crystalRoutes(app: FastifyInstance) {
         if (!(error instanceof DocumentStoreUnavailableError)) throw error;
         return storeUnavailable(reply);
       }
-      const refusedWith = OUTCOME_REFUSALS[outcome];
-      if (refusedWith !== undefined) return reply.code(refusedWith).send({ error: outcome });
+      if (outcome !== "created" && outcome !== "unchanged") {
+        return sendAnswer(reply, errorAnswer(outcome));
+      }
       const stored = {
         stored: true,
         crystal_id: crystal.crystalId,
@@ -280,7 +274,7 @@ export async function crystalRoutes(app: FastifyInstance) {
     async (request, reply) => {
       reply.header("cache-control", PRIVATE_NO_STORE);
       const tenantHash = requestedTenant(request);
-      if (typeof tenantHash !== "string") return reply.code(400).send(tenantHash);
+      if (typeof tenantHash !== "string") return sendAnswer(reply, tenantHash);
       let summaries: Uint8Array[];
       try {
         summaries = await readLineageSummaries(app.documentStore, tenantHash);
@@ -290,7 +284,7 @@ export async function crystalRoutes(app: FastifyInstance) {
       }
       const task: CrystalLineageTask = { kind: "lineage", tenantHash, summaries };
       const json = await app.cpuPool.run(lineageTask, task);
-      return reply.code(200).type(JSON_TYPE).send(json);
+      return sendAnswer(reply, { statusCode: 200, json });
     },
   );
 
@@ -301,13 +295,11 @@ export async function crystalRoutes(app: FastifyInstance) {
       reply.header("cache-control", PRIVATE_NO_STORE);
       const crystalId = readId(request.params.crystal_id);
       if (crystalId === null) {
-        return reply.code(400).send({
-          error: "invalid_crystal_id",
-          detail: "crystal_id must be sha256: and 64 hex digits",
-        });
+        const detail = "crystal_id must be sha256: and 64 hex digits";
+        return sendAnswer(reply, errorAnswer("invalid_crystal_id", { detail }));
       }
       const tenantHash = requestedTenant(request);
-      if (typeof tenantHash !== "string") return reply.code(400).send(tenantHash);
+      if (typeof tenantHash !== "string") return sendAnswer(reply, tenantHash);
       let envelope: Uint8Array | null;
       try {
         envelope = await readCrystal(app.documentStore, tenantHash, crystalId);
@@ -316,7 +308,7 @@ export async function crystalRoutes(app: FastifyInstance) {
         return storeUnavailable(reply);
       }
       // One answer for "not in this tenant" and "nowhere": no existence oracle across tenants.
-      if (envelope === null) return reply.code(404).send({ error: "crystal_not_found" });
+      if (envelope === null) return sendAnswer(reply, errorAnswer("crystal_not_found"));
       return sendStoredDocument(request, reply, envelope, {
         cacheControl: PRIVATE_NO_STORE,
         etag: `"${crystalId}"`,

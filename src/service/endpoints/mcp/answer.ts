@@ -1,6 +1,6 @@
 /**
  * `POST /mcp` from raw body bytes to JSON-RPC responses (service.md §7, protocols.md §3). It
- * runs on a worker thread (workers/mcp.ts): the body is parsed strictly, once, there — bundles
+ * runs on a worker thread (`worker.ts`): the body is parsed strictly, once, there — bundles
  * carry exact big integers and duplicate-member rules that `JSON.parse` would break, and
  * `verify_bundle` must give `POST /verify`'s verdicts. The server is stateless: nothing is
  * remembered between requests, so `initialize` is optional and every method is served as is.
@@ -47,7 +47,7 @@ import {
   SERVER_INSTRUCTIONS,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "./protocol.js";
-import { argumentProblem, findTool, paramsValidator, TOOLS } from "./tools.js";
+import { argumentProblem, findTool, paramsValidator, TOOLS, type ToolName } from "./tools.js";
 
 export interface McpTask {
   /** The raw request body, moved (not copied) to the worker. */
@@ -78,9 +78,19 @@ export type McpAnswer =
       /** Whether the parts form an array (a 2025-03-26 batch) or a single response. */
       batch: boolean;
       parts: McpReplyPart[];
-      /** Whether keyed work was done (a `tools/call`): a presented payment is then settled. */
-      callsTool: boolean;
+      /**
+       * The keyed work done (a `tools/call`), null when none: a presented payment is then
+       * settled, and its receipt names this call.
+       */
+      toolCall: ToolCall | null;
     };
+
+/** What a settlement receipt records of a paid `tools/call` (settlement-receipt.ts). */
+export interface ToolCall {
+  rpc: "tools/call";
+  /** The tool, when every call of the body names the same known tool; else null. */
+  tool: ToolName | null;
+}
 
 export interface McpRequestContext {
   /** Messages in one batch; the same bound as bundles in a `POST /verify` batch. */
@@ -139,7 +149,7 @@ function refused(
     kind: "reply",
     statusCode: 400,
     batch: false,
-    callsTool: false,
+    toolCall: null,
     parts: [{ json: errorResponse(id, code, message, data) }],
   };
 }
@@ -218,6 +228,23 @@ function callTool(
     case "get_revocations":
       return { revocations: { id: idJson(id), issuer: args.get("issuer") as string } };
   }
+}
+
+/**
+ * The `tools/call` a body holds, null when none. A batch of calls to different tools, or a
+ * call naming no known tool, records the method only: a receipt names one tool, and never a
+ * name the client made up.
+ */
+function toolCallOf(messages: readonly Message[]): ToolCall | null {
+  const tools = new Set<ToolName | null>();
+  for (const message of messages) {
+    if (message.kind !== "request" || message.method !== "tools/call") continue;
+    const name = namedParams(message.params)?.get("name");
+    tools.add(typeof name === "string" ? (findTool(name)?.name ?? null) : null);
+  }
+  if (tools.size === 0) return null;
+  const [only] = tools;
+  return { rpc: "tools/call", tool: tools.size === 1 ? (only ?? null) : null };
 }
 
 function answerMessage(
@@ -304,10 +331,8 @@ export function answerMcpRequest(
     }
   }
   const messages = values.map(classifyMessage);
-  const callsTool = messages.some(
-    (message) => message.kind === "request" && message.method === "tools/call",
-  );
-  if (callsTool && !task.keyedAccess) return { kind: "denied" };
+  const toolCall = toolCallOf(messages);
+  if (toolCall !== null && !task.keyedAccess) return { kind: "denied" };
   // One budget for the whole body: a batch of calls is bounded as one `POST /verify` batch is.
   const budget = new ResultBudget(context.maxResultBytes);
   let parts: McpReplyPart[];
@@ -325,5 +350,5 @@ export function answerMcpRequest(
   }
   if (parts.length === 0) return { kind: "accepted" };
   const statusCode = !batch && messages[0]?.kind === "invalid" ? 400 : 200;
-  return { kind: "reply", statusCode, batch, parts, callsTool };
+  return { kind: "reply", statusCode, batch, parts, toolCall };
 }

@@ -7,6 +7,7 @@
  */
 import type { DocumentStore } from "../../../storage/document-store.js";
 import { dumpCompact } from "../../../verifier/json/dump.js";
+import type { ErrorCode } from "../../errors.js";
 import { type RevocationDocumentCheck, readRevocationDocument } from "../revocations/documents.js";
 import type { RevocationsLookup } from "./answer.js";
 import { resultResponse, toolResult } from "./json-rpc.js";
@@ -15,7 +16,7 @@ import { resultResponse, toolResult } from "./json-rpc.js";
 const FAILURES = {
   not_found: { error: "no_document" },
   invalid: { error: "stored_document_invalid" },
-} as const;
+} as const satisfies Record<string, { error: ErrorCode }>;
 
 /** The JSON-RPC response to a `get_revocations` call, as text. */
 export async function answerGetRevocations(

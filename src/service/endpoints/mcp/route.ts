@@ -2,12 +2,13 @@
  * The MCP tool surface (service.md §7): `POST /mcp`, JSON-RPC 2.0 over Streamable HTTP,
  * stateless with JSON responses; `GET`/`DELETE /mcp` → 405 (no server-to-client stream, no
  * sessions); and the server card. Headers are checked here; the body goes, unparsed, to a
- * worker (workers/mcp.ts) that answers every message, except that reading a stored revocation
+ * worker (`worker.ts`) that answers every message, except that reading a stored revocation
  * document — I/O — comes back to this thread.
  */
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { dumpCompact } from "../../../verifier/json/dump.js";
+import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
 import { ifNoneMatchMatches, strongEtag } from "../../http/stored-document.js";
 import { keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
@@ -133,26 +134,23 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
   return Array.isArray(value) ? value.join(", ") : value;
 }
 
-function transportRefusal(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  origins: ReadonlySet<string>,
-): FastifyReply | null {
+/**
+ * Why the transport refuses the request (service.md §7), before its body is read; null when
+ * it does not. These are HTTP refusals, not JSON-RPC errors: no message was read yet.
+ */
+function transportRefusal(request: FastifyRequest, origins: ReadonlySet<string>): Answer | null {
   if (!isAllowedOrigin(headerValue(request, "origin"), origins)) {
-    return reply.code(403).send({
-      error: "origin_not_allowed",
+    return errorAnswer("origin_not_allowed", {
       detail: "browser requests are accepted only from the service's configured public origins",
     });
   }
   if (!acceptsJson(headerValue(request, "accept"))) {
-    return reply
-      .code(406)
-      .send({ error: "not_acceptable", detail: "Accept must allow application/json" });
+    return errorAnswer("not_acceptable", { detail: "Accept must allow application/json" });
   }
   if (!isJsonContentType(headerValue(request, "content-type"))) {
-    return reply
-      .code(415)
-      .send({ error: "unsupported_media_type", detail: "Content-Type must be application/json" });
+    return errorAnswer("unsupported_media_type", {
+      detail: "Content-Type must be application/json",
+    });
   }
   return null;
 }
@@ -186,8 +184,8 @@ export async function mcpRoutes(app: FastifyInstance) {
     MCP_PATH,
     { schema: mcpPostSchema, config: { access: "mixed" } },
     async (request, reply) => {
-      const refusal = transportRefusal(request, reply, origins);
-      if (refusal !== null) return refusal;
+      const refusal = transportRefusal(request, origins);
+      if (refusal !== null) return sendAnswer(reply, refusal);
       // Decided before the body is read, which only the worker does; it is applied only if
       // the body holds a `tools/call`, so discovery stays keyless.
       const access = keyedAccess(request);
@@ -201,13 +199,10 @@ export async function mcpRoutes(app: FastifyInstance) {
       if (answer.kind === "denied") {
         if (access.granted) throw new Error("the MCP worker denied a granted request");
         const { refusal } = access;
-        return reply
-          .code(refusal.statusCode as 401 | 402 | 503)
-          .headers(refusal.headers)
-          .send(refusal.body);
+        return sendAnswer(reply.headers(refusal.headers), refusal);
       }
       if (answer.kind === "accepted") return reply.code(202).send();
-      if (answer.callsTool) markKeyedWorkDone(request);
+      if (answer.toolCall !== null) markKeyedWorkDone(request, answer.toolCall);
       const parts = await Promise.all(answer.parts.map(replyPart));
       return reply
         .code(answer.statusCode)
@@ -222,13 +217,12 @@ export async function mcpRoutes(app: FastifyInstance) {
     schema: methodNotAllowedSchema,
     config: { access: "keyless" },
     handler: async (request, reply) =>
-      reply
-        .code(405)
-        .header("allow", "POST")
-        .send({
-          error: "method_not_allowed",
+      sendAnswer(
+        reply.header("allow", "POST"),
+        errorAnswer("method_not_allowed", {
           detail: `${request.method} is not offered: this server is stateless; use POST`,
         }),
+      ),
   });
 
   for (const location of CARD_LOCATIONS) {

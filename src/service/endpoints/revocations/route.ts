@@ -3,6 +3,7 @@
  * stored, and only once it has been validated (on a worker, remembered per stored bytes).
  */
 import type { FastifyInstance } from "fastify";
+import { errorAnswer, sendAnswer } from "../../errors.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { revocationDocumentSchema } from "../../schemas/revocation-document.js";
@@ -43,10 +44,10 @@ export async function revocationRoutes(app: FastifyInstance) {
         case "found":
           return sendStoredDocument(request, reply, found.bytes, { etag: found.etag });
         case "not_found":
-          return reply.code(404).send({ error: "no_document" });
+          return sendAnswer(reply, errorAnswer("no_document"));
         case "invalid":
           request.log.error("stored revocation document failed validation");
-          return reply.code(500).send({ error: "stored_document_invalid" });
+          return sendAnswer(reply, errorAnswer("stored_document_invalid"));
       }
     },
   );

@@ -12,10 +12,11 @@ import {
   USER_AGENT_FAMILIES,
 } from "../../../payments/settlement-receipt.js";
 import { DocumentStoreUnavailableError } from "../../../storage/document-store.js";
+import { type ErrorCode, errorAnswer, sendAnswer } from "../../errors.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 
-export const SETTLEMENT_STORE_UNAVAILABLE = "settlement_store_unavailable";
+export const SETTLEMENT_STORE_UNAVAILABLE = "settlement_store_unavailable" satisfies ErrorCode;
 
 const READ_FAILED = "the settlement store cannot be read right now, retry";
 
@@ -114,21 +115,20 @@ export async function receiptRoutes(app: FastifyInstance) {
     async (request, reply) => {
       const id = request.validationError ? null : transactionId(request.params.tx);
       if (id === null) {
-        return reply
-          .code(400)
-          .send({ error: "invalid_transaction_hash", detail: INVALID_TRANSACTION_HASH_DETAIL });
+        const detail = INVALID_TRANSACTION_HASH_DETAIL;
+        return sendAnswer(reply, errorAnswer("invalid_transaction_hash", { detail }));
       }
       let stored: Uint8Array | null;
       try {
         stored = await app.documentStore.get("settlements", id);
       } catch (error) {
         if (!(error instanceof DocumentStoreUnavailableError)) throw error;
-        return reply
-          .code(503)
-          .header("retry-after", "1")
-          .send({ error: SETTLEMENT_STORE_UNAVAILABLE, detail: READ_FAILED });
+        return sendAnswer(
+          reply.header("retry-after", "1"),
+          errorAnswer(SETTLEMENT_STORE_UNAVAILABLE, { detail: READ_FAILED }),
+        );
       }
-      if (stored === null) return reply.code(404).send({ error: "receipt_not_found" });
+      if (stored === null) return sendAnswer(reply, errorAnswer("receipt_not_found"));
       return sendStoredDocument(request, reply, stored);
     },
   );

@@ -5,7 +5,7 @@
  */
 
 import type { FastifyInstance } from "fastify";
-import { dumpCompact } from "../../../verifier/json/dump.js";
+import { answer, sendAnswer } from "../../errors.js";
 import { submitDurably } from "../../http/durable-write.js";
 import type { InternalToken } from "../../internal-token.js";
 import { INTERNAL_TOKEN_HEADER, registerInternalAccess } from "../../plugins/internal-access.js";
@@ -93,12 +93,7 @@ export async function paymentReceiptRoutes(
       const body = transferableBody(request.body);
       const task: PaymentReceiptTask = { body };
       const prepared = await app.cpuPool.run(paymentReceiptTask, task, [body]);
-      if (prepared.kind === "reply") {
-        return reply
-          .code(prepared.statusCode)
-          .type("application/json; charset=utf-8")
-          .send(prepared.json);
-      }
+      if (prepared.kind === "reply") return sendAnswer(reply, prepared);
       const { tx } = prepared.job;
       const stored = await submitDurably(request, reply, app.settlementsQueue, {
         jobId: prepared.jobId,
@@ -115,8 +110,8 @@ export async function paymentReceiptRoutes(
       if (stored === null) return reply;
       const { digest, idempotent, receipt } = stored;
       // Serialised here, not by the response schema, which would reorder the receipt's members.
-      const answer = { stored: true, tx, digest, ...(idempotent ? { idempotent } : {}), receipt };
-      return reply.code(200).type("application/json; charset=utf-8").send(dumpCompact(answer));
+      const result = { stored: true, tx, digest, ...(idempotent ? { idempotent } : {}), receipt };
+      return sendAnswer(reply, answer(200, result));
     },
   );
 }

@@ -745,7 +745,7 @@ describe("tools/call needs keyed access; discovery does not", () => {
       statusCode: 200,
       batch: false,
       parts: [{ json: '{"jsonrpc":"2.0","id":1,"result":{}}' }],
-      callsTool: false,
+      toolCall: null,
     });
     const list = answer(request("tools/list"), false);
     assert.equal(list.kind, "reply");
