@@ -376,7 +376,7 @@ describe("refusals close their connection (long timeouts)", () => {
       assert.deepEqual(jsonOf(response), {
         error: "conflicting_credentials",
         detail: "the Authorization header is repeated; send one credential",
-        docs: "https://github.com/receiptd/receiptd#access",
+        docs: "README.md#access-and-payments",
       });
       const next = await service.app.inject({ method: "POST", url: "/verify", payload: BUNDLE });
       assert.equal(Number(next.headers["x-ratelimit-remaining"]), remaining - 1);
