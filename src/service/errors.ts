@@ -159,10 +159,14 @@ export function answer<Status extends number>(
   return { statusCode, json: dumpCompact(payload) };
 }
 
-/** The answer to a refusal, with its status from the table. */
+/**
+ * The answer to a refusal, with its status from the table. Besides the common members, an
+ * endpoint's error schema may add its own after `error` (an anchor `code`, the evaluation of an
+ * unbound ERC-8004 task hash).
+ */
 export function errorAnswer<Code extends ErrorCode>(
   code: Code,
-  fields: ErrorFields = {},
+  fields: ErrorFields & Record<string, unknown> = {},
 ): Answer<ErrorStatus<Code>> {
   return answer(ERROR_STATUS[code], { error: code, ...fields });
 }
@@ -191,4 +195,21 @@ export function parseRequestJson(bytes: Uint8Array): JsonValue {
 export function errorAnswerOf(error: unknown): Answer {
   if (error instanceof ServiceError) return answer(error.status, error.body());
   throw error;
+}
+
+/**
+ * What a worker task's `run()` returns, or the answer to the `ServiceError` it threw (a thrown
+ * error would reach the main thread without its class, so the worker answers it itself).
+ */
+export function answerOrRefusal<Result>(run: () => Promise<Result>): Promise<Result | Answer>;
+export function answerOrRefusal<Result>(run: () => Result): Result | Answer;
+export function answerOrRefusal<Result>(
+  run: () => Result | Promise<Result>,
+): Result | Answer | Promise<Result | Answer> {
+  try {
+    const result = run();
+    return result instanceof Promise ? result.catch(errorAnswerOf) : result;
+  } catch (error) {
+    return errorAnswerOf(error);
+  }
 }

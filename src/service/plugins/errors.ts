@@ -1,11 +1,14 @@
 /**
- * Every failure is a JSON error body with a stable code (service.md §0). Unexpected faults
- * are logged (content-free) and answered 500 with the request id and nothing else: no
- * message, no stack trace.
+ * Every failure is a JSON error body with a stable code (service.md §0). A route's refusal is
+ * a thrown `ServiceError`, answered here with the status the code has in `ERROR_STATUS` (a
+ * header the refusal needs, such as Retry-After, is set on the reply before throwing: it is
+ * kept). Unexpected faults are logged (content-free) and answered 500 with the request id and
+ * nothing else: no message, no stack trace.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DocumentStoreUnavailableError } from "../../storage/document-store.js";
 import { CpuPoolOverloadedError } from "../cpu-pool.js";
+import { ServiceError } from "../errors.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
 function isClientError(error: FastifyError): boolean {
@@ -13,6 +16,8 @@ function isClientError(error: FastifyError): boolean {
 }
 
 function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  // A refusal, not a fault: nothing to log.
+  if (error instanceof ServiceError) return reply.code(error.status).send(error.body());
   if (error instanceof CpuPoolOverloadedError) {
     return reply.code(503).header("retry-after", "1").send({ error: "overloaded" });
   }
