@@ -201,14 +201,20 @@ export function errorAnswerOf(error: unknown): Answer {
  * What a worker task's `run()` returns, or the answer to the `ServiceError` it threw (a thrown
  * error would reach the main thread without its class, so the worker answers it itself).
  */
-export function answerOrRefusal<Result>(run: () => Promise<Result>): Promise<Result | Answer>;
-export function answerOrRefusal<Result>(run: () => Result): Result | Answer;
-export function answerOrRefusal<Result>(
-  run: () => Result | Promise<Result>,
-): Result | Answer | Promise<Result | Answer> {
+export function answerOrRefusal<Result>(run: () => Result): Result | Answer {
   try {
-    const result = run();
-    return result instanceof Promise ? result.catch(errorAnswerOf) : result;
+    return run();
+  } catch (error) {
+    return errorAnswerOf(error);
+  }
+}
+
+/** `answerOrRefusal` for a task that awaits (a signature, a corpus load). */
+export async function answerOrRefusalAsync<Result>(
+  run: () => Promise<Result>,
+): Promise<Result | Answer> {
+  try {
+    return await run();
   } catch (error) {
     return errorAnswerOf(error);
   }
