@@ -145,12 +145,14 @@ export type ErrorCodeWithStatus<Status extends number> = {
 }[ErrorCode];
 
 /** Members an error body may carry besides `error` (errorResponseSchema). */
-export interface ErrorFields {
+// A type literal, not an interface, so that it is assignable to the open record that
+// `errorAnswer` takes for endpoint-specific members.
+export type ErrorFields = {
   detail?: string;
   limit?: number;
   hint?: string;
   docs?: string;
-}
+};
 
 export function isErrorCode(code: string): code is ErrorCode {
   return Object.hasOwn(ERROR_STATUS, code);
@@ -191,10 +193,14 @@ export function answer<Status extends number>(
   return { statusCode, json: dumpCompact(payload) };
 }
 
-/** The answer to a refusal, with its status from the table. */
+/**
+ * The answer to a refusal, with its status from the table. Besides the common members, an
+ * endpoint's error schema may add its own after `error` (an anchor `code`, the evaluation of an
+ * unbound ERC-8004 task hash).
+ */
 export function errorAnswer<Code extends ErrorCode>(
   code: Code,
-  fields: ErrorFields = {},
+  fields: ErrorFields & Record<string, unknown> = {},
 ): Answer<ErrorStatus<Code>> {
   return answer(ERROR_STATUS[code], { error: code, ...fields });
 }
@@ -223,4 +229,27 @@ export function parseRequestJson(bytes: Uint8Array): JsonValue {
 export function errorAnswerOf(error: unknown): Answer {
   if (error instanceof ServiceError) return answer(error.status, error.body());
   throw error;
+}
+
+/**
+ * What a worker task's `run()` returns, or the answer to the `ServiceError` it threw (a thrown
+ * error would reach the main thread without its class, so the worker answers it itself).
+ */
+export function answerOrRefusal<Result>(run: () => Result): Result | Answer {
+  try {
+    return run();
+  } catch (error) {
+    return errorAnswerOf(error);
+  }
+}
+
+/** `answerOrRefusal` for a task that awaits (a signature, a corpus load). */
+export async function answerOrRefusalAsync<Result>(
+  run: () => Promise<Result>,
+): Promise<Result | Answer> {
+  try {
+    return await run();
+  } catch (error) {
+    return errorAnswerOf(error);
+  }
 }

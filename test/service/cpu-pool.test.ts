@@ -35,8 +35,8 @@ describe("CpuPool", () => {
     const task: VerifyTask = { body, requireAnchor: false, receipt: false };
     const answer = await pool.run(verifyTask, task, [body]);
     assert.equal(body.byteLength, 0);
-    assert.equal(answer.statusCode, 200);
     assert.ok("json" in answer);
+    assert.equal(answer.statusCode, 200);
     assert.equal(JSON.parse(answer.json).verdict, "TRUSTED");
   });
 });

@@ -1,8 +1,8 @@
 /**
  * The answer shape of a write that goes through a queue (anchors, settlement receipts): the
  * route waits a bounded time for the job to be durable; a job still running by then is `202`
- * with a status URL, and a store that could not complete the write is `503` — nothing is
- * half-written, so the client simply retries.
+ * with a status URL, and a store that could not complete the write is `503` with Retry-After —
+ * nothing is half-written, so the client simply retries.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import {
@@ -11,6 +11,7 @@ import {
   type JsonData,
   QueueClosedError,
 } from "../../../queues/job-queue.js";
+import { type ErrorCode, errorAnswer, sendAnswer } from "../errors.js";
 
 export interface DurableWrite<Payload extends JsonData> {
   jobId: string;
@@ -21,10 +22,14 @@ export interface DurableWrite<Payload extends JsonData> {
   /** Members of the 202 body besides `stored: false` and `status_url`. */
   pending: Record<string, string>;
   /** The 503's stable code and detail, and the (content-free) log message. */
-  unavailable: { error: string; detail: string; log: string };
+  unavailable: { error: ErrorCode; detail: string; log: string };
 }
 
-/** The job's result once durable, or null when `reply` has already been answered. */
+/**
+ * The job's result once durable, or null when `reply` has already been answered (202, or the
+ * 503 of `write.unavailable`). The 503 is sent here, not thrown, so that a route answers the
+ * same whether or not the service's error handler is registered around it.
+ */
 export async function submitDurably<Payload extends JsonData, Result extends JsonData>(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -37,10 +42,10 @@ export async function submitDurably<Payload extends JsonData, Result extends Jso
   } catch (error) {
     if (!(error instanceof JobFailedError || error instanceof QueueClosedError)) throw error;
     request.log.error({ err: error.cause ?? error }, write.unavailable.log);
-    reply
-      .code(503)
-      .header("retry-after", "1")
-      .send({ error: write.unavailable.error, detail: write.unavailable.detail });
+    sendAnswer(
+      reply.header("retry-after", "1"),
+      errorAnswer(write.unavailable.error, { detail: write.unavailable.detail }),
+    );
     return null;
   }
   reply

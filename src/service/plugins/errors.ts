@@ -1,34 +1,47 @@
 /**
- * Every failure is a JSON error body with a stable code (service.md §0). Unexpected faults
- * are logged (content-free) and answered 500 with the request id and nothing else: no
- * message, no stack trace.
+ * Every failure is a JSON error body with a stable code (service.md §0). A route's refusal is
+ * a thrown `ServiceError`, answered here with the status the code has in `ERROR_STATUS` (a
+ * header the refusal needs, such as Retry-After, is set on the reply before throwing: it is
+ * kept). Unexpected faults are logged (content-free) and answered 500 with the request id and
+ * nothing else: no message, no stack trace.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DocumentStoreUnavailableError } from "../../storage/document-store.js";
 import { CpuPoolOverloadedError } from "../cpu-pool.js";
+import { ERROR_STATUS, type ErrorCode, ServiceError } from "../errors.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
 function isClientError(error: FastifyError): boolean {
   return error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500;
 }
 
+function refuse(reply: FastifyReply, refusal: ServiceError): FastifyReply {
+  return reply.code(refusal.status).send(refusal.body());
+}
+
 function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  // A refusal, not a fault: nothing to log.
+  if (error instanceof ServiceError) return refuse(reply, error);
   if (error instanceof CpuPoolOverloadedError) {
-    return reply.code(503).header("retry-after", "1").send({ error: "overloaded" });
+    return refuse(reply.header("retry-after", "1"), new ServiceError("overloaded"));
   }
   // Nothing was half-written (every store write is one atomic statement): retrying is safe.
   if (error instanceof DocumentStoreUnavailableError) {
-    return reply.code(503).header("retry-after", "1").send({ error: "store_unavailable" });
+    return refuse(reply.header("retry-after", "1"), new ServiceError("store_unavailable"));
   }
   if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-    return reply.code(413).send({ error: "body_too_large", limit: request.routeOptions.bodyLimit });
+    const limit = request.routeOptions.bodyLimit;
+    return refuse(reply, new ServiceError("body_too_large", { limit }));
   }
-  // Fastify's own refusals of a malformed request (a bad Content-Length, say).
+  // Fastify's own refusals of a malformed request (a bad Content-Length, say) keep Fastify's
+  // status, whatever the table says for the code.
   if (isClientError(error)) {
-    return reply.code(error.statusCode ?? 400).send({ error: "bad_request" });
+    return reply.code(error.statusCode ?? 400).send({ error: "bad_request" satisfies ErrorCode });
   }
   request.log.error({ err: error }, "unexpected fault");
-  return reply.code(500).send({ error: "internal_error", request_id: request.id });
+  return reply
+    .code(ERROR_STATUS.internal_error)
+    .send({ error: "internal_error" satisfies ErrorCode, request_id: request.id });
 }
 
 /**
@@ -40,10 +53,10 @@ export function handleFrameworkError(
   request: FastifyRequest,
   reply: FastifyReply,
 ): void {
-  reply.code(400).header(REQUEST_ID_HEADER, request.id).send({ error: "bad_request" });
+  refuse(reply.header(REQUEST_ID_HEADER, request.id), new ServiceError("bad_request"));
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: "not_found" }));
+  app.setNotFoundHandler((_request, reply) => refuse(reply, new ServiceError("not_found")));
 }

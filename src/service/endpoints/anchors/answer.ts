@@ -1,7 +1,7 @@
 /**
  * Worker-side handling of the OpenTimestamps endpoints (service.md §1 `POST /verify-anchor`,
  * §2 `POST /anchors`): strict parsing, request checks, proof parsing and verification all
- * run on a CPU-pool thread (workers/anchor.ts); the main thread only forwards answers and
+ * run on a CPU-pool thread (`worker.ts`); the main thread only forwards answers and
  * submits store jobs.
  *
  * Where the request stops and the verdict starts: a member that cannot be decoded into what
@@ -20,10 +20,16 @@ import {
   jobAttestation,
 } from "../../../../queues/anchors.js";
 import { bodyValidator } from "../../../validation/body-validator.js";
-import { verifyProof } from "../../../verifier/anchor/index.js";
-import { dumpCompact } from "../../../verifier/json/dump.js";
-import { parseJson, StrictJsonError } from "../../../verifier/json/parse.js";
+import { type AnchorResult, verifyProof } from "../../../verifier/anchor/index.js";
 import { isObject, type JsonObject, type JsonValue } from "../../../verifier/json/value.js";
+import {
+  type Answer,
+  answer,
+  answerOrRefusal,
+  errorAnswer,
+  parseRequestJson,
+  ServiceError,
+} from "../../errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
 
 /** Standard base64 (RFC 4648 §4) with its padding. */
@@ -139,16 +145,14 @@ export const anchorResultSchema = {
 const validateVerifyAnchorBody = bodyValidator(verifyAnchorBodySchema);
 const validatePostAnchorBody = bodyValidator(postAnchorBodySchema);
 
-type Refusal = { error: string; detail: string };
-
-const refusal = (error: string, detail: string): Refusal => ({ error, detail });
-
-/** The proof's bytes, or a refusal when it is not canonical standard base64. */
-function decodeProof(proof: string): Buffer | Refusal {
+/** The proof's bytes; not canonical standard base64 is `invalid_proof_encoding`. */
+function decodeProof(proof: string): Buffer {
   const bytes = BASE64.test(proof) ? Buffer.from(proof, "base64") : null;
   // The round trip also refuses non-zero padding bits, so each proof has one spelling.
   if (bytes === null || bytes.toString("base64") !== proof) {
-    return refusal("invalid_proof_encoding", "proof must be standard base64 with padding");
+    throw new ServiceError("invalid_proof_encoding", {
+      detail: "proof must be standard base64 with padding",
+    });
   }
   return bytes;
 }
@@ -157,81 +161,89 @@ function isHeight(value: JsonValue | undefined): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
 }
 
-function decodeHeader(header: string, where: string): Buffer | Refusal {
-  return HEX.test(header)
-    ? Buffer.from(header, "hex")
-    : refusal("invalid_header_encoding", `${where} must be hex (an even number of hex digits)`);
+function decodeHeader(header: string, where: string): Buffer {
+  if (HEX.test(header)) return Buffer.from(header, "hex");
+  throw new ServiceError("invalid_header_encoding", {
+    detail: `${where} must be hex (an even number of hex digits)`,
+  });
 }
 
 /** Block headers by height from `headers`, or from `header` + `height`. */
-function decodeHeaders(body: JsonObject): Map<number, Buffer> | Refusal {
+function decodeHeaders(body: JsonObject): Map<number, Buffer> {
   const headers = new Map<number, Buffer>();
   const many = body.get("headers");
   const one = body.get("header");
   const height = body.get("height");
   if (many !== undefined && (one !== undefined || height !== undefined)) {
-    return refusal("bad_request", "give either headers or header with height, not both");
+    throw new ServiceError("bad_request", {
+      detail: "give either headers or header with height, not both",
+    });
   }
   if (isObject(many)) {
     for (const [key, value] of many) {
       const keyHeight = HEIGHT_KEY.test(key) ? Number(key) : Number.NaN;
       if (!isHeight(keyHeight)) {
-        return refusal("invalid_height", `headers key '${key}' is not a non-negative integer`);
+        throw new ServiceError("invalid_height", {
+          detail: `headers key '${key}' is not a non-negative integer`,
+        });
       }
       if (typeof value !== "string") continue; // the schema names the wrong type
-      const header = decodeHeader(value, `headers['${key}']`);
-      if (!Buffer.isBuffer(header)) return header;
-      headers.set(keyHeight, header);
+      headers.set(keyHeight, decodeHeader(value, `headers['${key}']`));
     }
   }
   if (height !== undefined && !isHeight(height)) {
-    return refusal("invalid_height", "height must be a non-negative integer");
+    throw new ServiceError("invalid_height", { detail: "height must be a non-negative integer" });
   }
   if (typeof one === "string") {
     const header = decodeHeader(one, "header");
-    if (!Buffer.isBuffer(header)) return header;
-    if (height === undefined) return refusal("bad_request", "header needs its height");
+    if (height === undefined) {
+      throw new ServiceError("bad_request", { detail: "header needs its height" });
+    }
     headers.set(height, header);
   } else if (one === undefined && height !== undefined) {
-    return refusal("bad_request", "height is given without a header");
+    throw new ServiceError("bad_request", { detail: "height is given without a header" });
   }
   return headers;
 }
 
+/** The AnchorResult (without `service`) of a strictly parsed body; a refusal is thrown. */
+function verifiedAnchor(body: JsonValue): AnchorResult {
+  if (!isObject(body)) {
+    throw new ServiceError("bad_request", {
+      detail: "body must be an object {proof, digest, headers?}",
+    });
+  }
+  const proofText = body.get("proof");
+  const proof = typeof proofText === "string" ? decodeProof(proofText) : null;
+  const headers = decodeHeaders(body);
+  const violation = validateVerifyAnchorBody(body);
+  if (violation !== null) throw new ServiceError("bad_request", { detail: violation });
+  // The schema has required a string digest and a proof, which decoded above.
+  const digest = body.get("digest") as string;
+  return verifyProof(proof as Buffer, digest, headers);
+}
+
 export interface VerifyAnchorAnswer {
-  statusCode: 200 | 400;
-  /** An AnchorResult (200) or an error body (400), without `service`. */
+  statusCode: number;
+  /** An AnchorResult (200) or an error body, without `service`. */
   payload: object;
 }
 
 /**
- * `POST /verify-anchor` (and the MCP tool `verify_anchor`) for an already strictly parsed
- * body. Pure and synchronous: call it on a worker thread.
+ * `POST /verify-anchor` for an already strictly parsed body, unserialised, for the MCP tool
+ * `verify_anchor`, which wraps it in its own answer. Pure and synchronous: call it on a worker
+ * thread.
  */
 export function answerVerifyAnchor(body: JsonValue): VerifyAnchorAnswer {
-  const refuse = (payload: Refusal): VerifyAnchorAnswer => ({ statusCode: 400, payload });
-  if (!isObject(body)) {
-    return refuse(refusal("bad_request", "body must be an object {proof, digest, headers?}"));
+  try {
+    return { statusCode: 200, payload: verifiedAnchor(body) };
+  } catch (error) {
+    if (!(error instanceof ServiceError)) throw error;
+    return { statusCode: error.status, payload: error.body() };
   }
-  const proofText = body.get("proof");
-  const proof = typeof proofText === "string" ? decodeProof(proofText) : null;
-  if (proof !== null && !Buffer.isBuffer(proof)) return refuse(proof);
-  const headers = decodeHeaders(body);
-  if (!(headers instanceof Map)) return refuse(headers);
-  const violation = validateVerifyAnchorBody(body);
-  if (violation !== null) return refuse(refusal("bad_request", violation));
-  // The schema has required a string digest and a proof, which decoded above.
-  const digest = body.get("digest") as string;
-  return { statusCode: 200, payload: verifyProof(proof as Buffer, digest, headers) };
 }
 
-export interface AnchorReply {
-  kind: "reply";
-  statusCode: 200 | 400;
-  /** The response body, already serialised. */
-  json: string;
-}
-
+/** What `POST /anchors` queues once its body has been checked: the job that stores the proof. */
 export interface AnchorStoreRequest {
   kind: "store";
   jobId: string;
@@ -243,28 +255,11 @@ export interface AnchorTask {
   body: ArrayBuffer;
 }
 
-function reply(statusCode: AnchorReply["statusCode"], payload: object): AnchorReply {
-  return { kind: "reply", statusCode, json: dumpCompact(payload) };
-}
-
-type ParsedBody = { parsed: true; body: JsonValue } | { parsed: false; reply: AnchorReply };
-
-function parseBody(bytes: Uint8Array): ParsedBody {
-  try {
-    return { parsed: true, body: parseJson(bytes) };
-  } catch (error) {
-    if (!(error instanceof StrictJsonError)) throw error;
-    return { parsed: false, reply: reply(400, { error: "invalid_json", detail: error.message }) };
-  }
-}
-
 /** `POST /verify-anchor` from raw body bytes. */
-export function answerVerifyAnchorRequest(bytes: Uint8Array): AnchorReply {
-  const request = parseBody(bytes);
-  if (!request.parsed) return request.reply;
-  const answer = answerVerifyAnchor(request.body);
-  if (answer.statusCode !== 200) return reply(answer.statusCode, answer.payload);
-  return reply(200, { ...answer.payload, service: SERVICE_NAME });
+export function answerVerifyAnchorRequest(bytes: Uint8Array): Answer {
+  return answerOrRefusal(() =>
+    answer(200, { ...verifiedAnchor(parseRequestJson(bytes)), service: SERVICE_NAME }),
+  );
 }
 
 /**
@@ -272,29 +267,33 @@ export function answerVerifyAnchorRequest(bytes: Uint8Array): AnchorReply {
  * The proof must parse and commit to `digest` (service.md §2); `invalid` and `mismatch`
  * results are refused with the anchor code.
  */
-export function prepareAnchorPost(bytes: Uint8Array): AnchorReply | AnchorStoreRequest {
-  const request = parseBody(bytes);
-  if (!request.parsed) return request.reply;
-  const body = request.body;
+export function prepareAnchorPost(bytes: Uint8Array): Answer | AnchorStoreRequest {
+  return answerOrRefusal(() => anchorStoreRequest(parseRequestJson(bytes)));
+}
+
+function anchorStoreRequest(body: JsonValue): Answer | AnchorStoreRequest {
   if (!isObject(body)) {
-    return reply(400, refusal("bad_request", "body must be an object {digest, proof, note?}"));
+    throw new ServiceError("bad_request", {
+      detail: "body must be an object {digest, proof, note?}",
+    });
   }
   const digest = body.get("digest");
   const id = typeof digest === "string" ? anchorId(digest) : null;
   if (typeof digest === "string" && id === null) {
-    return reply(400, refusal("invalid_digest", "digest must be sha256: and 64 hex digits"));
+    throw new ServiceError("invalid_digest", {
+      detail: "digest must be sha256: and 64 hex digits",
+    });
   }
   const proofText = body.get("proof");
   const proof = typeof proofText === "string" ? decodeProof(proofText) : null;
-  if (proof !== null && !Buffer.isBuffer(proof)) return reply(400, proof);
   const violation = validatePostAnchorBody(body);
-  if (violation !== null) return reply(400, refusal("bad_request", violation));
+  if (violation !== null) throw new ServiceError("bad_request", { detail: violation });
   // The schema has required both members, so both decoded above.
   const documentId = id as string;
   const proofBytes = proof as Buffer;
   const result = verifyProof(proofBytes, documentId);
   if (result.status === "invalid" || result.status === "mismatch") {
-    return reply(400, { error: "proof_rejected", code: result.code, detail: result.detail });
+    return errorAnswer("proof_rejected", { code: result.code, detail: result.detail });
   }
   const note = body.get("note");
   const proofSha256 = createHash("sha256").update(proofBytes).digest("hex");

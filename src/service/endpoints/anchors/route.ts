@@ -5,6 +5,7 @@
 import type { FastifyInstance } from "fastify";
 import { ANCHOR_DIGEST_PATTERN, anchorId } from "../../../../queues/anchors.js";
 import { DocumentStoreUnavailableError } from "../../../storage/document-store.js";
+import { ServiceError, sendAnswer } from "../../errors.js";
 import { submitDurably } from "../../http/durable-write.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { transferableBody } from "../../plugins/raw-body.js";
@@ -111,12 +112,7 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
     async (request, reply) => {
       const body = transferableBody(request.body);
       const prepared = await app.cpuPool.run(prepareAnchorTask, { body }, [body]);
-      if (prepared.kind === "reply") {
-        return reply
-          .code(prepared.statusCode)
-          .type("application/json; charset=utf-8")
-          .send(prepared.json);
-      }
+      if (!("kind" in prepared)) return sendAnswer(reply, prepared);
       const { digest } = prepared.job;
       const stored = await submitDurably(request, reply, app.anchorsQueue, {
         jobId: prepared.jobId,
@@ -141,20 +137,16 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
     { schema: getAnchorSchema, attachValidation: true, config: { access: "keyless" } },
     async (request, reply) => {
       const id = request.validationError ? null : anchorId(request.params.digest);
-      if (id === null) {
-        return reply.code(400).send({ error: "invalid_digest", detail: DIGEST_DETAIL });
-      }
+      if (id === null) throw new ServiceError("invalid_digest", { detail: DIGEST_DETAIL });
       let stored: Uint8Array | null;
       try {
         stored = await app.documentStore.get("anchors", id);
       } catch (error) {
         if (!(error instanceof DocumentStoreUnavailableError)) throw error;
-        return reply
-          .code(503)
-          .header("retry-after", "1")
-          .send({ error: STORE_UNAVAILABLE, detail: READ_FAILED });
+        reply.header("retry-after", "1");
+        throw new ServiceError(STORE_UNAVAILABLE, { detail: READ_FAILED });
       }
-      if (stored === null) return reply.code(404).send({ error: "anchor_not_found" });
+      if (stored === null) throw new ServiceError("anchor_not_found");
       return sendStoredDocument(request, reply, stored);
     },
   );

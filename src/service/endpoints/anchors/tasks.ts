@@ -3,12 +3,13 @@
  * `store` checks a `POST /anchors` body before it is queued. Routes and `worker.ts` share
  * these definitions.
  */
+import type { Answer } from "../../errors.js";
 import { defineTask } from "../../tasks/define-task.js";
-import type { AnchorReply, AnchorStoreRequest, AnchorTask } from "./answer.js";
+import type { AnchorStoreRequest, AnchorTask } from "./answer.js";
 
-export const verifyAnchorTask = defineTask<AnchorTask, AnchorReply>("anchors", "verify");
+export const verifyAnchorTask = defineTask<AnchorTask, Answer>("anchors", "verify");
 
-export const prepareAnchorTask = defineTask<AnchorTask, AnchorReply | AnchorStoreRequest>(
+export const prepareAnchorTask = defineTask<AnchorTask, Answer | AnchorStoreRequest>(
   "anchors",
   "store",
 );

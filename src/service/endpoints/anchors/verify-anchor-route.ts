@@ -1,5 +1,6 @@
 /** `POST /verify-anchor` (service.md §1): the body goes, unparsed, to a worker that answers it. */
 import type { FastifyInstance } from "fastify";
+import { sendAnswer } from "../../errors.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { anchorResultSchema, verifyAnchorBodySchema } from "./answer.js";
@@ -26,11 +27,7 @@ export async function verifyAnchorRoutes(app: FastifyInstance) {
     { schema: verifyAnchorSchema, config: { access: "keyed" } },
     async (request, reply) => {
       const body = transferableBody(request.body);
-      const answer = await app.cpuPool.run(verifyAnchorTask, { body }, [body]);
-      return reply
-        .code(answer.statusCode)
-        .type("application/json; charset=utf-8")
-        .send(answer.json);
+      return sendAnswer(reply, await app.cpuPool.run(verifyAnchorTask, { body }, [body]));
     },
   );
 }

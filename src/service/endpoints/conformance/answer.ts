@@ -1,6 +1,6 @@
 /**
  * `POST /conformance` from raw body bytes to response text (service.md §10). It runs on a
- * worker thread (workers/conformance.ts): the submission is parsed strictly, checked against
+ * worker thread (`worker.ts`): the submission is parsed strictly, checked against
  * `submissionSchema`, graded against the corpus the worker has loaded, and the report signed
  * with the current service key.
  */
@@ -10,20 +10,20 @@ import { signConformanceReport } from "../../../conformance/report.js";
 import { submissionSchema } from "../../../conformance/submission.js";
 import { bodyValidator } from "../../../validation/body-validator.js";
 import type { Ed25519Signer } from "../../../verifier/crypto/ed25519.js";
-import { dumpCompact } from "../../../verifier/json/dump.js";
-import { parseJson, StrictJsonError } from "../../../verifier/json/parse.js";
-import type { JsonObject, JsonValue } from "../../../verifier/json/value.js";
+import type { JsonObject } from "../../../verifier/json/value.js";
+import {
+  type Answer,
+  answer,
+  answerOrRefusal,
+  errorAnswer,
+  parseRequestJson,
+  ServiceError,
+} from "../../errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
 
 export interface ConformanceTask {
   /** The raw request body, moved (not copied) to the worker. */
   body: ArrayBuffer;
-}
-
-export interface ConformanceAnswer {
-  statusCode: 200 | 400 | 503;
-  /** The response body, already serialised. */
-  json: string;
 }
 
 export interface ConformanceRequestContext {
@@ -35,34 +35,27 @@ export interface ConformanceRequestContext {
 
 const validateSubmission = bodyValidator(submissionSchema);
 
-function answer(statusCode: ConformanceAnswer["statusCode"], payload: unknown): ConformanceAnswer {
-  return { statusCode, json: dumpCompact(payload) };
-}
-
 export async function answerConformanceRequest(
   bytes: Uint8Array,
   context: ConformanceRequestContext,
-): Promise<ConformanceAnswer> {
+): Promise<Answer> {
   // Without a corpus nothing can be graded, whatever the body says.
   const corpus = await context.corpus();
-  if (corpus === null) return answer(503, { error: "corpus_not_deployed" });
+  if (corpus === null) return errorAnswer("corpus_not_deployed");
 
-  let submission: JsonValue;
-  try {
-    submission = parseJson(bytes);
-  } catch (error) {
-    if (!(error instanceof StrictJsonError)) throw error;
-    return answer(400, { error: "invalid_json", detail: error.message });
-  }
-  const problem = validateSubmission(submission);
-  if (problem !== null) return answer(400, { error: "bad_submission", detail: problem });
-  try {
-    // The schema admits only objects.
-    const graded = gradeSubmission(corpus, submission as JsonObject);
-    const report = signConformanceReport(graded, context.signer());
-    return answer(200, { report, service: SERVICE_NAME });
-  } catch (error) {
-    if (!(error instanceof SubmissionError)) throw error;
-    return answer(400, { error: error.code, detail: error.detail });
-  }
+  return answerOrRefusal(() => {
+    const submission = parseRequestJson(bytes);
+    const problem = validateSubmission(submission);
+    if (problem !== null) throw new ServiceError("bad_submission", { detail: problem });
+    try {
+      // The schema admits only objects.
+      const graded = gradeSubmission(corpus, submission as JsonObject);
+      const report = signConformanceReport(graded, context.signer());
+      return answer(200, { report, service: SERVICE_NAME });
+    } catch (error) {
+      if (!(error instanceof SubmissionError)) throw error;
+      // Typed: a code the grader adds does not compile until ERROR_STATUS gives it a status.
+      throw new ServiceError(error.code, { detail: error.detail });
+    }
+  });
 }

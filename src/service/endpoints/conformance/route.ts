@@ -11,6 +11,7 @@ import {
   CONFORMANCE_VERDICTS,
 } from "../../../conformance/grade.js";
 import { submissionSchema } from "../../../conformance/submission.js";
+import { sendAnswer } from "../../errors.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import type { ConformanceTask } from "./answer.js";
@@ -120,11 +121,7 @@ export async function conformanceRoutes(app: FastifyInstance) {
     async (request, reply) => {
       const body = transferableBody(request.body);
       const task: ConformanceTask = { body };
-      const answer = await app.cpuPool.run(conformanceTask, task, [body]);
-      return reply
-        .code(answer.statusCode)
-        .type("application/json; charset=utf-8")
-        .send(answer.json);
+      return sendAnswer(reply, await app.cpuPool.run(conformanceTask, task, [body]));
     },
   );
 }

@@ -1,7 +1,6 @@
 /** The worker task of `POST /conformance`: the route and `worker.ts` share this definition. */
+import type { Answer } from "../../errors.js";
 import { defineTask } from "../../tasks/define-task.js";
-import type { ConformanceAnswer, ConformanceTask } from "./answer.js";
+import type { ConformanceTask } from "./answer.js";
 
-export const conformanceTask = defineTask<ConformanceTask, Promise<ConformanceAnswer>>(
-  "conformance",
-);
+export const conformanceTask = defineTask<ConformanceTask, Promise<Answer>>("conformance");

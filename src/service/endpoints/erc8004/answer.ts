@@ -1,6 +1,6 @@
 /**
  * `POST /erc8004/validate` from raw body bytes to response text (service.md §5). It runs on a
- * worker thread (workers/erc8004.ts): the body is parsed strictly once, there; the bundle is
+ * worker thread (`worker.ts`): the body is parsed strictly once, there; the bundle is
  * verified with the library, the request's task_hash is bound to it, and the outcome is
  * signed as an EIP-712 `ValidationResponse` with the validator key.
  *
@@ -34,29 +34,28 @@ import { bodyValidator } from "../../../validation/body-validator.js";
 import { ResultBudget, ResultBudgetExceeded } from "../../../verifier/bundle/budget.js";
 import type { VerifyResult } from "../../../verifier/bundle/result.js";
 import { verifyBundle } from "../../../verifier/bundle/verify-bundle.js";
-import { CodedError } from "../../../verifier/coded-error.js";
 import { sha256Hex } from "../../../verifier/crypto/digest.js";
 import { CanonicalizationError, canonicalBytes } from "../../../verifier/json/canonical.js";
-import { dumpCompact } from "../../../verifier/json/dump.js";
-import { parseJson, StrictJsonError } from "../../../verifier/json/parse.js";
 import {
   isObject,
   type JsonObject,
   type JsonValue,
   PyFloat,
 } from "../../../verifier/json/value.js";
+import {
+  type Answer,
+  answer,
+  answerOrRefusalAsync,
+  errorAnswer,
+  parseRequestJson,
+  ServiceError,
+} from "../../errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
-import { resultTooLarge } from "../verify/answer.js";
+import { resultTooLargeError } from "../verify/answer.js";
 
 export interface Erc8004Task {
   /** The raw request body, moved (not copied) to the worker. */
   body: ArrayBuffer;
-}
-
-export interface Erc8004Answer {
-  statusCode: 200 | 400 | 422;
-  /** The response body, already serialised. */
-  json: string;
 }
 
 export interface Erc8004RequestContext {
@@ -100,8 +99,13 @@ const memberSchemas = {
 } as const;
 
 type MemberName = keyof typeof memberSchemas;
+type RequiredMember = "request_id" | "task_hash" | "bundle";
 const MEMBERS = Object.keys(memberSchemas) as MemberName[];
-const REQUIRED: readonly MemberName[] = ["request_id", "task_hash", "bundle"];
+const REQUIRED: readonly RequiredMember[] = ["request_id", "task_hash", "bundle"];
+
+function isRequired(name: MemberName): name is RequiredMember {
+  return (REQUIRED as readonly MemberName[]).includes(name);
+}
 
 /** The route's body schema: the OpenAPI document shows it, the worker checks against it. */
 export const validateBodySchema = {
@@ -130,11 +134,6 @@ interface ValidateRequest {
   chainId: number;
 }
 
-/** A request that cannot be validated as sent: answered 400 with its code. */
-class RequestRefused extends CodedError<string> {
-  override readonly name = "RequestRefused";
-}
-
 /** Integer checks ajv cannot make on the value model: floats (`8453.0`) and bigints. */
 function chainIdProblem(value: JsonValue): string | null {
   if (value instanceof PyFloat) return "body/chain_id must be integer";
@@ -147,22 +146,25 @@ function chainIdProblem(value: JsonValue): string | null {
 function checkMember(body: JsonObject, name: MemberName): void {
   const value = body.get(name);
   if (value === undefined) {
-    if (REQUIRED.includes(name)) {
-      throw new RequestRefused(`missing_${name}`, `body must have required property '${name}'`);
+    if (isRequired(name)) {
+      // The codes are built from member names, and typed: each must be in ERROR_STATUS.
+      throw new ServiceError(`missing_${name}`, {
+        detail: `body must have required property '${name}'`,
+      });
     }
     return;
   }
   const problem =
     (name === "chain_id" ? chainIdProblem(value) : null) ??
     memberValidators.get(name)!(new Map([[name, value]]));
-  if (problem !== null) throw new RequestRefused(`bad_${name}`, problem);
+  if (problem !== null) throw new ServiceError(`bad_${name}`, { detail: problem });
 }
 
 function readRequest(body: JsonValue): ValidateRequest {
-  if (!isObject(body)) throw new RequestRefused("bad_shape", "body must be an object");
+  if (!isObject(body)) throw new ServiceError("bad_shape", { detail: "body must be an object" });
   for (const name of body.keys()) {
     if (!(MEMBERS as string[]).includes(name)) {
-      throw new RequestRefused("bad_shape", `body has an unexpected member '${name}'`);
+      throw new ServiceError("bad_shape", { detail: `body has an unexpected member '${name}'` });
     }
   }
   for (const name of MEMBERS) checkMember(body, name);
@@ -173,10 +175,9 @@ function readRequest(body: JsonValue): ValidateRequest {
       ? readAddress(registryText)
       : { ok: true as const, address: DEFAULT_VALIDATION_REGISTRY };
   if (!registry.ok) {
-    throw new RequestRefused(
-      "bad_registry_checksum",
-      "body/registry_address is mixed-case but not its EIP-55 checksum spelling",
-    );
+    throw new ServiceError("bad_registry_checksum", {
+      detail: "body/registry_address is mixed-case but not its EIP-55 checksum spelling",
+    });
   }
   const chainId = body.get("chain_id");
   return {
@@ -186,10 +187,6 @@ function readRequest(body: JsonValue): ValidateRequest {
     registry: registry.address,
     chainId: typeof chainId === "number" ? chainId : DEFAULT_CHAIN_ID,
   };
-}
-
-function answer(statusCode: Erc8004Answer["statusCode"], payload: unknown): Erc8004Answer {
-  return { statusCode, json: dumpCompact(payload) };
 }
 
 interface Evaluation {
@@ -205,25 +202,17 @@ interface Evaluation {
 export async function answerValidateRequest(
   bytes: Uint8Array,
   context: Erc8004RequestContext,
-): Promise<Erc8004Answer> {
-  let request: ValidateRequest;
-  try {
-    request = readRequest(parseJson(bytes));
-  } catch (error) {
-    if (error instanceof StrictJsonError) {
-      return answer(400, { error: "invalid_json", detail: error.message });
-    }
-    if (!(error instanceof RequestRefused)) throw error;
-    return answer(400, { error: error.code, detail: error.detail });
-  }
+): Promise<Answer> {
+  return answerOrRefusalAsync(async () => validate(readRequest(parseRequestJson(bytes)), context));
+}
 
+async function validate(request: ValidateRequest, context: Erc8004RequestContext) {
   let bundleHash: string;
   try {
     bundleHash = sha256Hex(canonicalBytes(request.bundle));
   } catch (error) {
     if (!(error instanceof CanonicalizationError)) throw error;
-    return answer(422, {
-      error: "bundle_not_canonicalizable",
+    throw new ServiceError("bundle_not_canonicalizable", {
       detail: `the bundle has no canonical (JCS) bytes, so no receiptHash: ${error.message}`,
     });
   }
@@ -233,7 +222,7 @@ export async function answerValidateRequest(
     result = verifyBundle(request.bundle, { budget: new ResultBudget(context.maxResultBytes) });
   } catch (error) {
     if (!(error instanceof ResultBudgetExceeded)) throw error;
-    return answer(400, resultTooLarge(error.limit));
+    throw resultTooLargeError(error.limit);
   }
   const binding = bindTaskHash(request.bundle, request.taskHash);
   const { outcome, label } = outcomeFor(result.verdict);
@@ -249,7 +238,7 @@ export async function answerValidateRequest(
   const validator = context.validator();
   const tail = { validator_address: validator.address, service: SERVICE_NAME };
   if (binding === null) {
-    return answer(422, { error: "task_hash_unbound", ...evaluation, attestation: null, ...tail });
+    return errorAnswer("task_hash_unbound", { ...evaluation, attestation: null, ...tail });
   }
   const attestation: Attestation = await signAttestation(validator, {
     chainId: request.chainId,

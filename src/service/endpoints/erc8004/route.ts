@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { ATTESTATION_DOMAIN_NAME, ATTESTATION_PRIMARY_TYPE } from "../../../erc8004/attestation.js";
 import { BINDING_RULES } from "../../../erc8004/binding.js";
 import { VERDICTS } from "../../../verifier/bundle/result.js";
+import { sendAnswer } from "../../errors.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { type Erc8004Task, validateBodySchema } from "./answer.js";
@@ -143,11 +144,7 @@ export async function erc8004Routes(app: FastifyInstance) {
     async (request, reply) => {
       const body = transferableBody(request.body);
       const task: Erc8004Task = { body };
-      const answer = await app.cpuPool.run(validateTask, task, [body]);
-      return reply
-        .code(answer.statusCode)
-        .type("application/json; charset=utf-8")
-        .send(answer.json);
+      return sendAnswer(reply, await app.cpuPool.run(validateTask, task, [body]));
     },
   );
 }

@@ -1,5 +1,6 @@
 /** The worker task of `POST /erc8004/validate`: the route and `worker.ts` share this definition. */
+import type { Answer } from "../../errors.js";
 import { defineTask } from "../../tasks/define-task.js";
-import type { Erc8004Answer, Erc8004Task } from "./answer.js";
+import type { Erc8004Task } from "./answer.js";
 
-export const validateTask = defineTask<Erc8004Task, Promise<Erc8004Answer>>("erc8004");
+export const validateTask = defineTask<Erc8004Task, Promise<Answer>>("erc8004");

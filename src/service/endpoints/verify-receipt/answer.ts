@@ -1,6 +1,6 @@
 /**
  * `POST /verify-receipt` from raw body bytes to response text (service.md §1). It runs on a
- * worker thread (workers/verify-receipt.ts); the checks are the library's
+ * worker thread (`worker.ts`); the checks are the library's
  * `verifyVerificationReceipt` (verifier.md §6.2), fed the way the CLI feeds them.
  *
  * Decisions where service.md is silent:
@@ -25,8 +25,6 @@
  */
 
 import { bodyValidator } from "../../../validation/body-validator.js";
-import { CodedError } from "../../../verifier/coded-error.js";
-import { dumpCompact } from "../../../verifier/json/dump.js";
 import { parseJson, StrictJsonError } from "../../../verifier/json/parse.js";
 import { isObject, type JsonObject, type JsonValue } from "../../../verifier/json/value.js";
 import {
@@ -40,17 +38,18 @@ import {
   type VerifyReceiptOptions,
   verifyVerificationReceipt,
 } from "../../../verifier/verification-receipt/index.js";
+import {
+  type Answer,
+  answer,
+  answerOrRefusal,
+  parseRequestJson,
+  ServiceError,
+} from "../../errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
 
 export interface VerifyReceiptTask {
   /** The raw request body, moved (not copied) to the worker. */
   body: ArrayBuffer;
-}
-
-export interface VerifyReceiptAnswer {
-  statusCode: 200 | 400;
-  /** The response body, already serialised. */
-  json: string;
 }
 
 const receiptSchema = {
@@ -113,40 +112,26 @@ export function decodeStrictBase64(text: string): Buffer | null {
   return bytes.toString("base64") === text ? bytes : null;
 }
 
-function answer(
-  statusCode: VerifyReceiptAnswer["statusCode"],
-  payload: unknown,
-): VerifyReceiptAnswer {
-  return { statusCode, json: dumpCompact(payload) };
-}
-
-/** A wrapped body that cannot be checked as asked: answered 400 with its code. */
-class RequestRefused extends CodedError<
-  "bad_shape" | "ambiguous_bundle" | "bad_bundle_bytes" | "bad_revocations_document"
-> {
-  override readonly name = "RequestRefused";
-}
-
 function bundleFromBase64(text: string): JsonObject {
   const bytes = decodeStrictBase64(text);
   if (bytes === null) {
-    throw new RequestRefused(
-      "bad_bundle_bytes",
-      "bundle_bytes_b64 is not standard base64 (RFC 4648 §4, padded, no whitespace)",
-    );
+    throw new ServiceError("bad_bundle_bytes", {
+      detail: "bundle_bytes_b64 is not standard base64 (RFC 4648 §4, padded, no whitespace)",
+    });
   }
   let bundle: JsonValue;
   try {
     bundle = parseJson(bytes);
   } catch (error) {
     if (!(error instanceof StrictJsonError)) throw error;
-    throw new RequestRefused(
-      "bad_bundle_bytes",
-      `bundle bytes are not valid JSON: ${error.message}`,
-    );
+    throw new ServiceError("bad_bundle_bytes", {
+      detail: `bundle bytes are not valid JSON: ${error.message}`,
+    });
   }
   if (!isObject(bundle)) {
-    throw new RequestRefused("bad_bundle_bytes", "bundle bytes do not hold a JSON object");
+    throw new ServiceError("bad_bundle_bytes", {
+      detail: "bundle bytes do not hold a JSON object",
+    });
   }
   return bundle;
 }
@@ -159,7 +144,9 @@ function documentsStatements(documents: readonly JsonValue[], where: (index: num
         return revocationDocumentStatements(document);
       } catch (error) {
         if (!(error instanceof RevocationLoadError)) throw error;
-        throw new RequestRefused("bad_revocations_document", `${where(index)}: ${error.detail}`);
+        throw new ServiceError("bad_revocations_document", {
+          detail: `${where(index)}: ${error.detail}`,
+        });
       }
     }),
   );
@@ -172,10 +159,10 @@ function revocationStatements(revocations: JsonValue | undefined): JsonValue[] |
   const documents = revocations.filter(isRevocationDocument).length;
   if (documents === 0) return revocations;
   if (documents < revocations.length) {
-    throw new RequestRefused(
-      "bad_shape",
-      "revocations must be a list of statements or a list of revocation documents, not both",
-    );
+    throw new ServiceError("bad_shape", {
+      detail:
+        "revocations must be a list of statements or a list of revocation documents, not both",
+    });
   }
   return documentsStatements(revocations, (index) => `revocations[${index}]`);
 }
@@ -190,11 +177,13 @@ function receiptRequest(body: JsonValue): ReceiptRequest {
     return { receipt: body, options: {} };
   }
   const problem = validateReceiptRequest(body);
-  if (problem !== null) throw new RequestRefused("bad_shape", problem);
+  if (problem !== null) throw new ServiceError("bad_shape", { detail: problem });
   const bundle = body.get("bundle");
   const bundleBytes = body.get("bundle_bytes_b64");
   if (bundle !== undefined && bundleBytes !== undefined) {
-    throw new RequestRefused("ambiguous_bundle", "give bundle or bundle_bytes_b64, not both");
+    throw new ServiceError("ambiguous_bundle", {
+      detail: "give bundle or bundle_bytes_b64, not both",
+    });
   }
   return {
     receipt: body.get("receipt") ?? null,
@@ -205,21 +194,10 @@ function receiptRequest(body: JsonValue): ReceiptRequest {
   };
 }
 
-export function answerVerifyReceiptRequest(bytes: Uint8Array): VerifyReceiptAnswer {
-  let body: JsonValue;
-  try {
-    body = parseJson(bytes);
-  } catch (error) {
-    if (!(error instanceof StrictJsonError)) throw error;
-    return answer(400, { error: "invalid_json", detail: error.message });
-  }
-  let request: ReceiptRequest;
-  try {
-    request = receiptRequest(body);
-  } catch (error) {
-    if (!(error instanceof RequestRefused)) throw error;
-    return answer(400, { error: error.code, detail: error.detail });
-  }
-  const check = verifyVerificationReceipt(request.receipt, request.options);
-  return answer(200, { ...check, service: SERVICE_NAME });
+export function answerVerifyReceiptRequest(bytes: Uint8Array): Answer {
+  return answerOrRefusal(() => {
+    const request = receiptRequest(parseRequestJson(bytes));
+    const check = verifyVerificationReceipt(request.receipt, request.options);
+    return answer(200, { ...check, service: SERVICE_NAME });
+  });
 }

@@ -1,6 +1,7 @@
 /** `POST /verify-receipt` (service.md §1): the body goes, unparsed, to a worker that answers it. */
 
 import type { FastifyInstance } from "fastify";
+import { sendAnswer } from "../../errors.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { type VerifyReceiptTask, verifyReceiptBodySchema } from "./answer.js";
@@ -53,11 +54,7 @@ export async function verifyReceiptRoutes(app: FastifyInstance) {
     async (request, reply) => {
       const body = transferableBody(request.body);
       const task: VerifyReceiptTask = { body };
-      const answer = await app.cpuPool.run(verifyReceiptTask, task, [body]);
-      return reply
-        .code(answer.statusCode)
-        .type("application/json; charset=utf-8")
-        .send(answer.json);
+      return sendAnswer(reply, await app.cpuPool.run(verifyReceiptTask, task, [body]));
     },
   );
 }

@@ -1,7 +1,6 @@
 /** The worker task of `POST /verify-receipt`: the route and `worker.ts` share this definition. */
+import type { Answer } from "../../errors.js";
 import { defineTask } from "../../tasks/define-task.js";
-import type { VerifyReceiptAnswer, VerifyReceiptTask } from "./answer.js";
+import type { VerifyReceiptTask } from "./answer.js";
 
-export const verifyReceiptTask = defineTask<VerifyReceiptTask, VerifyReceiptAnswer>(
-  "verify-receipt",
-);
+export const verifyReceiptTask = defineTask<VerifyReceiptTask, Answer>("verify-receipt");

@@ -1,6 +1,6 @@
 /**
  * `POST /verify` from raw body bytes to response text (service.md §1). It runs on a worker
- * thread (workers/verify.ts): the bytes are parsed exactly once, there, and the main thread
+ * thread (`worker.ts`): the bytes are parsed exactly once, there, and the main thread
  * only forwards the finished JSON text.
  *
  * Decisions where service.md is silent:
@@ -19,7 +19,6 @@ import type { VerifyResult } from "../../../verifier/bundle/result.js";
 import { verifyBundle } from "../../../verifier/bundle/verify-bundle.js";
 import type { Ed25519Signer } from "../../../verifier/crypto/ed25519.js";
 import { dumpCompact } from "../../../verifier/json/dump.js";
-import { parseJson, StrictJsonError } from "../../../verifier/json/parse.js";
 import {
   isArray,
   isObject,
@@ -31,6 +30,13 @@ import {
   issueVerificationReceipt,
   VerificationReceiptIssueError,
 } from "../../../verifier/verification-receipt/index.js";
+import {
+  type Answer,
+  answer,
+  answerOrRefusal,
+  parseRequestJson,
+  ServiceError,
+} from "../../errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
 
 export const BAD_SHAPE_DETAIL =
@@ -59,17 +65,11 @@ export interface VerifyTask extends VerifyFlags {
 /** A verification remembered by the digest cache (`CachedVerdict` minus its storage time). */
 export type CacheableVerdict = Omit<CachedVerdict, "storedAtMs">;
 
-export type VerifyAnswer =
-  | {
-      statusCode: 200 | 400;
-      /** The response body, already serialised. */
-      json: string;
-    }
-  | {
-      statusCode: 200;
-      /** A single bundle verified with `?cache=1`: the caller caches it and answers. */
-      cacheable: CacheableVerdict;
-    };
+/**
+ * The worker's answer, or a single bundle verified with `?cache=1`: the caller caches that
+ * verdict and answers 200 from it.
+ */
+export type VerifyOutcome = Answer | { cacheable: CacheableVerdict };
 
 type VerifyBody =
   | { form: "single"; bundle: JsonObject }
@@ -92,12 +92,16 @@ type VerdictPayload = VerifyResult & {
 };
 
 /** The refusal of a request whose verdicts would pass the result budget. */
-export function resultTooLarge(limit: number) {
-  return {
-    error: "result_too_large",
+export function resultTooLargeError(limit: number): ServiceError<"result_too_large"> {
+  return new ServiceError("result_too_large", {
     detail: `the verdicts would hold more than ${limit} bytes of errors and reasons; send fewer or smaller bundles per request`,
     limit,
-  } as const;
+  });
+}
+
+/** Its body, for answers that carry it inside another shape (MCP's JSON-RPC error `data`). */
+export function resultTooLarge(limit: number) {
+  return resultTooLargeError(limit).body();
 }
 
 function verdictPayload(
@@ -199,36 +203,27 @@ export function singleBundlePayload(
   };
 }
 
-function answer(statusCode: VerifyAnswer["statusCode"], payload: unknown): VerifyAnswer {
-  return { statusCode, json: dumpCompact(payload) };
-}
-
 export function answerVerifyRequest(
   bytes: Uint8Array,
   flags: VerifyFlags & { cache?: boolean },
   context: VerifyRequestContext,
-): VerifyAnswer {
-  let body: JsonValue;
-  try {
-    body = parseJson(bytes);
-  } catch (error) {
-    if (!(error instanceof StrictJsonError)) throw error;
-    return answer(400, { error: "invalid_json", detail: error.message });
-  }
-  const request = detectBody(body);
-  if (request.form === "bad_shape") {
-    return answer(400, { error: "bad_shape", detail: BAD_SHAPE_DETAIL });
-  }
-  if (request.form === "batch" && request.bundles.length > context.maxBatch) {
-    return answer(400, { error: "batch_too_large", limit: context.maxBatch });
-  }
-  const budget = new ResultBudget(context.maxResultBytes);
-  try {
-    return verifyDetected(request, flags, context, budget);
-  } catch (error) {
-    if (!(error instanceof ResultBudgetExceeded)) throw error;
-    return answer(400, resultTooLarge(error.limit));
-  }
+): VerifyOutcome {
+  return answerOrRefusal(() => {
+    const request = detectBody(parseRequestJson(bytes));
+    if (request.form === "bad_shape") {
+      throw new ServiceError("bad_shape", { detail: BAD_SHAPE_DETAIL });
+    }
+    if (request.form === "batch" && request.bundles.length > context.maxBatch) {
+      throw new ServiceError("batch_too_large", { limit: context.maxBatch });
+    }
+    const budget = new ResultBudget(context.maxResultBytes);
+    try {
+      return verifyDetected(request, flags, context, budget);
+    } catch (error) {
+      if (!(error instanceof ResultBudgetExceeded)) throw error;
+      throw resultTooLargeError(error.limit);
+    }
+  });
 }
 
 function verifyDetected(
@@ -236,15 +231,12 @@ function verifyDetected(
   flags: VerifyFlags & { cache?: boolean },
   context: VerifyRequestContext,
   budget: ResultBudget,
-): VerifyAnswer {
+): VerifyOutcome {
   // One timestamp per request: every receipt of a batch records the same verification run.
   const verifiedAt = formatUtcSeconds();
   const signer = context.signer();
   if (request.form === "single" && flags.cache === true) {
-    return {
-      statusCode: 200,
-      cacheable: cacheableVerdict(request.bundle, flags, signer, verifiedAt, budget),
-    };
+    return { cacheable: cacheableVerdict(request.bundle, flags, signer, verifiedAt, budget) };
   }
   if (request.form === "single") {
     return answer(200, singleBundlePayload(request.bundle, flags, signer, budget, verifiedAt));

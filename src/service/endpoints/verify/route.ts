@@ -2,6 +2,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { type CachedVerdict, digestCacheKey } from "../../../cache/digest-cache.js";
+import { sendAnswer } from "../../errors.js";
 import { rawBody, transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { verdictBatchSchema, verdictPayloadSchema } from "../../schemas/verdict.js";
@@ -94,8 +95,7 @@ export async function verifyRoutes(app: FastifyInstance) {
       const cache = queryFlag(request.query.cache);
       const raw = rawBody(request.body);
       const cacheKey = cache ? digestCacheKey(raw, requireAnchor) : null;
-      const json = (text: string) =>
-        reply.code(200).type("application/json; charset=utf-8").send(text);
+      const json = (text: string) => sendAnswer(reply, { statusCode: 200, json: text });
 
       if (cacheKey !== null) {
         const hit = await cachedEntry(app, cacheKey);
@@ -106,15 +106,12 @@ export async function verifyRoutes(app: FastifyInstance) {
       }
       const body = transferableBody(raw);
       const task: VerifyTask = { body, requireAnchor, receipt, cache };
-      const answer = await app.cpuPool.run(verifyTask, task, [body]);
-      if ("cacheable" in answer) {
-        if (cacheKey !== null) await remember(app, cacheKey, answer.cacheable);
-        return json(cachedVerdictResponse(answer.cacheable, receipt, { hit: false }));
+      const outcome = await app.cpuPool.run(verifyTask, task, [body]);
+      if ("cacheable" in outcome) {
+        if (cacheKey !== null) await remember(app, cacheKey, outcome.cacheable);
+        return json(cachedVerdictResponse(outcome.cacheable, receipt, { hit: false }));
       }
-      return reply
-        .code(answer.statusCode)
-        .type("application/json; charset=utf-8")
-        .send(answer.json);
+      return sendAnswer(reply, outcome);
     },
   );
 }

@@ -1,5 +1,5 @@
 /** The worker task of `POST /verify`: the route and `worker.ts` share this definition. */
 import { defineTask } from "../../tasks/define-task.js";
-import type { VerifyAnswer, VerifyTask } from "./answer.js";
+import type { VerifyOutcome, VerifyTask } from "./answer.js";
 
-export const verifyTask = defineTask<VerifyTask, VerifyAnswer>("verify");
+export const verifyTask = defineTask<VerifyTask, VerifyOutcome>("verify");
