@@ -27,6 +27,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from "node:net";
 import type { FastifyInstance, FastifyServerFactoryHandler } from "fastify";
 import type { HttpServerConfig } from "../config.js";
+import { type ErrorCode, type ErrorFields, errorAnswer, sendAnswer } from "../errors.js";
 
 /** How long a refused or reserve connection may sit idle, at most. */
 const BRIEF_IDLE_MS = 2000;
@@ -59,11 +60,14 @@ export interface ConnectionCounts {
   refused: number;
 }
 
-/** A complete HTTP/1.1 answer that closes the connection, written straight to a socket. */
-function rawAnswer(status: number, reason: string, body: object, extra = ""): Buffer {
-  const json = JSON.stringify(body);
+/**
+ * A complete HTTP/1.1 refusal that closes the connection, written straight to a socket (Node
+ * answers these before Fastify has a request); its status comes from the error table.
+ */
+function rawAnswer(code: ErrorCode, reason: string, fields: ErrorFields, extra = ""): Buffer {
+  const { statusCode, json } = errorAnswer(code, fields);
   return Buffer.from(
-    `HTTP/1.1 ${status} ${reason}\r\n` +
+    `HTTP/1.1 ${statusCode} ${reason}\r\n` +
       "Content-Type: application/json; charset=utf-8\r\n" +
       `Content-Length: ${Buffer.byteLength(json)}\r\n` +
       `${extra}Connection: close\r\n\r\n${json}`,
@@ -72,12 +76,11 @@ function rawAnswer(status: number, reason: string, body: object, extra = ""): Bu
 }
 
 const TOO_MANY_CONNECTIONS = {
-  error: "too_many_connections",
   detail: "the server holds as many connections as it serves; retry shortly",
-} as const;
+};
 
 const TOO_MANY_CONNECTIONS_ANSWER = rawAnswer(
-  503,
+  "too_many_connections",
   "Service Unavailable",
   TOO_MANY_CONNECTIONS,
   "Retry-After: 1\r\n",
@@ -90,8 +93,7 @@ function parserReason(error: Error & { code?: string; reason?: unknown }): strin
   return typeof code === "string" && /^[A-Z0-9_]{1,60}$/.test(code) ? code : "unreadable";
 }
 
-const REQUEST_TIMEOUT_ANSWER = rawAnswer(408, "Request Timeout", {
-  error: "request_timeout",
+const REQUEST_TIMEOUT_ANSWER = rawAnswer("request_timeout", "Request Timeout", {
   detail: "the request did not arrive in time",
 });
 
@@ -101,13 +103,11 @@ function clientErrorAnswer(error: Error & { code?: string }): Buffer {
     case "ERR_HTTP_REQUEST_TIMEOUT":
       return REQUEST_TIMEOUT_ANSWER;
     case "HPE_HEADER_OVERFLOW":
-      return rawAnswer(431, "Request Header Fields Too Large", {
-        error: "headers_too_large",
+      return rawAnswer("headers_too_large", "Request Header Fields Too Large", {
         detail: "the request line and headers exceed the server's limit",
       });
     default:
-      return rawAnswer(400, "Bad Request", {
-        error: "bad_request",
+      return rawAnswer("bad_request", "Bad Request", {
         detail: `malformed HTTP request: ${parserReason(error)}`,
       });
   }
@@ -167,8 +167,7 @@ export class ConnectionGuard {
       this.#onRequest(handler, request, response),
     );
     server.on("checkExpectation", (_request: IncomingMessage, response: ServerResponse) => {
-      sendJson(response, 417, {
-        error: "expectation_failed",
+      sendJson(response, "expectation_failed", {
         detail: "the only expectation served is 100-continue",
       });
     });
@@ -236,7 +235,7 @@ export class ConnectionGuard {
     if (state.tier === "reserve") {
       if (!isHealthCheck(request)) {
         response.setHeader("retry-after", "1");
-        sendJson(response, 503, TOO_MANY_CONNECTIONS);
+        sendJson(response, "too_many_connections", TOO_MANY_CONNECTIONS);
         return;
       }
       response.setHeader("connection", "close");
@@ -306,9 +305,9 @@ export class ConnectionGuard {
 }
 
 /** A JSON answer on a raw response that closes the connection. */
-function sendJson(response: ServerResponse, status: number, body: object): void {
-  const json = JSON.stringify(body);
-  response.writeHead(status, {
+function sendJson(response: ServerResponse, code: ErrorCode, fields: ErrorFields): void {
+  const { statusCode, json } = errorAnswer(code, fields);
+  response.writeHead(statusCode, {
     "content-type": "application/json; charset=utf-8",
     "content-length": Buffer.byteLength(json),
     connection: "close",
@@ -337,16 +336,16 @@ export function registerConnectionHooks(app: FastifyInstance): void {
     const hosts = headerCount(request.raw, "host");
     const http11 = request.raw.httpVersion === "1.1";
     if (hosts > 1 || (http11 && hosts === 0)) {
-      return reply
-        .code(400)
-        .header("connection", "close")
-        .send({
-          error: "bad_request",
+      reply.header("connection", "close");
+      return sendAnswer(
+        reply,
+        errorAnswer("bad_request", {
           detail:
             hosts > 1
               ? "the Host header is repeated"
               : "an HTTP/1.1 request must carry a Host header",
-        });
+        }),
+      );
     }
   });
 
