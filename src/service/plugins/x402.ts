@@ -7,6 +7,7 @@
  * its transaction is delivered only once the receipt job is durable.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { PaymentOutcome } from "../../metrics/metrics.js";
 import {
   encodeChallenge,
   encodeSettlementResponse,
@@ -65,6 +66,8 @@ export interface X402GateOptions {
    * reject.
    */
   onSettled: (payment: SettledPayment) => Promise<void>;
+  /** Told how each presented payment ended, exactly once (`/metrics`). */
+  onOutcome?: (outcome: PaymentOutcome) => void;
 }
 
 /** A refusal the access plugin sends as is. */
@@ -139,7 +142,10 @@ export class X402Gate {
     sale: Sale,
     chargePayer: (payer: string) => Promise<Refusal | null>,
   ): Promise<PaymentCheck> {
-    const refuse = (refusal: Refusal): PaymentCheck => ({ ok: false, refusal });
+    const refuse = (refusal: Refusal, outcome: PaymentOutcome = "invalid"): PaymentCheck => {
+      this.#options.onOutcome?.(outcome);
+      return { ok: false, refusal };
+    };
     const requirements = this.#requirementsFor(route, sale);
     let verified: VerifiedPayment<PaymentOption>;
     try {
@@ -153,7 +159,7 @@ export class X402Gate {
       return refuse(this.challenge(route, sale, error.code));
     }
     const capRefusal = await chargePayer(verified.payer);
-    if (capRefusal !== null) return refuse(capRefusal);
+    if (capRefusal !== null) return refuse(capRefusal, "capped");
 
     const nonce: NonceKey = {
       network: verified.requirement.network.caip2,
@@ -169,28 +175,30 @@ export class X402Gate {
       // Without the ledger a replay cannot be ruled out: refuse rather than risk one.
       return refuse(
         jsonRefusal(503, { error: "nonce_ledger_unavailable" }, { "retry-after": "1" }),
+        "unavailable",
       );
     }
-    if (!reserved) return refuse(this.challenge(route, sale, "nonce_already_used"));
+    if (!reserved) return refuse(this.challenge(route, sale, "nonce_already_used"), "replayed");
     const facilitator = this.#options.facilitator;
     if (facilitator === null) {
       await this.#release(nonce);
-      return refuse(jsonRefusal(503, { error: "payments_unavailable" }));
+      return refuse(jsonRefusal(503, { error: "payments_unavailable" }), "unavailable");
     }
     const outcome = await facilitator.verify(facilitatorRequest(verified));
     if (outcome.status !== "valid") {
       // Nothing was settled, so the authorization may still be used.
       await this.#release(nonce);
       if (outcome.status === "declined") {
-        return refuse(this.challenge(route, sale, outcome.reason));
+        return refuse(this.challenge(route, sale, outcome.reason), "declined");
       }
-      return refuse(jsonRefusal(502, { error: outcome.code }));
+      return refuse(jsonRefusal(502, { error: outcome.code }), "failed");
     }
     return { ok: true, pending: { verified, nonce, route } };
   }
 
   /** The handler did not succeed: nothing is settled and the authorization stays usable. */
   async abandon(pending: PendingPayment): Promise<void> {
+    this.#options.onOutcome?.("abandoned");
     await this.#release(pending.nonce);
   }
 
@@ -219,12 +227,20 @@ export class X402Gate {
     sale: Sale,
   ): Promise<Refusal | null> {
     const facilitator = this.#options.facilitator;
-    if (facilitator === null) return jsonRefusal(503, { error: "payments_unavailable" });
+    const record = (outcome: PaymentOutcome) => this.#options.onOutcome?.(outcome);
+    if (facilitator === null) {
+      record("unavailable");
+      return jsonRefusal(503, { error: "payments_unavailable" });
+    }
     const outcome = await facilitator.settle(facilitatorRequest(pending.verified));
     if (outcome.status === "declined") {
+      record("declined");
       return this.challenge(pending.route, sale, outcome.reason);
     }
-    if (outcome.status === "unknown") return jsonRefusal(502, { error: outcome.code });
+    if (outcome.status === "unknown") {
+      record("failed");
+      return jsonRefusal(502, { error: outcome.code });
+    }
 
     const { payment, requirement, payer } = pending.verified;
     const header = encodeSettlementResponse(payment.x402Version, requirement.network, {
@@ -251,6 +267,7 @@ export class X402Gate {
       path: pending.route,
       ua: typeof userAgent === "string" ? userAgent : null,
     });
+    record("settled");
     return null;
   }
 

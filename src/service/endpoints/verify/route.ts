@@ -107,6 +107,7 @@ export async function verifyRoutes(app: FastifyInstance) {
       const body = transferableBody(raw);
       const task: VerifyTask = { body, requireAnchor, receipt, cache };
       const answer = await app.cpuPool.run(verifyTask, task, [body]);
+      app.metrics.countVerdicts(answer.verdicts);
       if ("cacheable" in answer) {
         if (cacheKey !== null) await remember(app, cacheKey, answer.cacheable);
         return json(cachedVerdictResponse(answer.cacheable, receipt, { hit: false }));
@@ -126,8 +127,11 @@ export async function verifyRoutes(app: FastifyInstance) {
  */
 async function cachedEntry(app: FastifyInstance, key: string): Promise<CachedVerdict | null> {
   try {
-    return await app.digestCache.get(key);
+    const entry = await app.digestCache.get(key);
+    app.metrics.digestCache.inc({ result: entry === null ? "miss" : "hit" });
+    return entry;
   } catch (error) {
+    app.metrics.digestCache.inc({ result: "error" });
     app.log.warn({ err: error }, "digest cache unavailable; verifying without it");
     return null;
   }
