@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { parseExposition, valueOf } from "../support/prometheus.js";
+import { parseExposition, sampleValue } from "../support/prometheus.js";
 
 const RECEIPTD = fileURLToPath(new URL("../../src/cli/receiptd.ts", import.meta.url));
 
@@ -55,14 +55,14 @@ describe("receiptd serve: /metrics", () => {
     assert.equal(response.status, 200);
     const samples = parseExposition(await response.text());
     assert.equal(
-      valueOf(samples, "receiptd_http_request_duration_seconds_count", {
+      sampleValue(samples, "receiptd_http_request_duration_seconds_count", {
         method: "GET",
         route: "/health",
         status: "200",
       }),
       1,
     );
-    assert.equal(valueOf(samples, "receiptd_cpu_pool_threads"), 1);
+    assert.equal(sampleValue(samples, "receiptd_cpu_pool_threads"), 1);
 
     child.kill("SIGTERM");
     const [code] = await once(child, "exit");

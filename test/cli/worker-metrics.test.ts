@@ -18,7 +18,7 @@ import { ANCHORS_QUEUE } from "../../queues/anchors.js";
 import { SETTLEMENTS_QUEUE } from "../../queues/settlements.js";
 import { startTestService, type TestService } from "../service/support/service.js";
 import { removePrefix, TEST_REDIS_URL, testPrefix } from "../support/bullmq-redis.js";
-import { parseExposition, type Sample, samplesOf, valueOf } from "../support/prometheus.js";
+import { parseExposition, type Sample, samplesOf, sampleValue } from "../support/prometheus.js";
 
 const TOKEN = "worker-scrape-token-0123456789";
 const DEADLINE_MS = 60_000;
@@ -102,7 +102,7 @@ describe("BullMQ metrics of web and worker processes", () => {
     await settlements.add(SETTLEMENTS_QUEUE, {}, { delay: 3_600_000 });
 
     const lag = (samples: Sample[], queue: string) =>
-      valueOf(samples, "receiptd_queue_oldest_waiting_seconds", { queue });
+      sampleValue(samples, "receiptd_queue_oldest_waiting_seconds", { queue });
     const samples = await until("the waiting jobs have waited a measurable time", async () => {
       const scraped = parseExposition(await web.app.metrics.render());
       return lag(scraped, ANCHORS_QUEUE) > 0 && lag(scraped, SETTLEMENTS_QUEUE) > 0
@@ -110,9 +110,9 @@ describe("BullMQ metrics of web and worker processes", () => {
         : null;
     });
     const jobs = (queue: string, state: string) =>
-      valueOf(samples, "receiptd_queue_jobs", { queue, state });
-    assert.equal(valueOf(samples, "receiptd_queue_up", { queue: ANCHORS_QUEUE }), 1);
-    assert.equal(valueOf(samples, "receiptd_queue_up", { queue: SETTLEMENTS_QUEUE }), 1);
+      sampleValue(samples, "receiptd_queue_jobs", { queue, state });
+    assert.equal(sampleValue(samples, "receiptd_queue_up", { queue: ANCHORS_QUEUE }), 1);
+    assert.equal(sampleValue(samples, "receiptd_queue_up", { queue: SETTLEMENTS_QUEUE }), 1);
     assert.equal(jobs(ANCHORS_QUEUE, "waiting"), 1);
     assert.equal(jobs(SETTLEMENTS_QUEUE, "waiting"), 1);
     assert.equal(jobs(SETTLEMENTS_QUEUE, "delayed"), 1);
@@ -143,13 +143,16 @@ describe("BullMQ metrics of web and worker processes", () => {
         return parseExposition(await response.text());
       };
       const failures = (samples: Sample[], queue: string, final: string) =>
-        valueOf(samples, "receiptd_queue_job_failures_total", { queue, final });
+        sampleValue(samples, "receiptd_queue_job_failures_total", { queue, final });
       const samples = await until("both waiting jobs have failed once", async () => {
         const scraped = await scrape();
         const done =
           failures(scraped, SETTLEMENTS_QUEUE, "true") >= 1 &&
           failures(scraped, ANCHORS_QUEUE, "false") >= 1 &&
-          valueOf(scraped, "receiptd_queue_jobs", { queue: ANCHORS_QUEUE, state: "delayed" }) === 1;
+          sampleValue(scraped, "receiptd_queue_jobs", {
+            queue: ANCHORS_QUEUE,
+            state: "delayed",
+          }) === 1;
         return done ? scraped : null;
       });
       // The settlement was refused at once for good; the anchor is waiting for its retry.
@@ -157,13 +160,16 @@ describe("BullMQ metrics of web and worker processes", () => {
       assert.equal(failures(samples, SETTLEMENTS_QUEUE, "false"), 0);
       assert.equal(failures(samples, ANCHORS_QUEUE, "false"), 1);
       assert.equal(failures(samples, ANCHORS_QUEUE, "true"), 0);
-      assert.equal(valueOf(samples, "receiptd_queue_up", { queue: SETTLEMENTS_QUEUE }), 1);
+      assert.equal(sampleValue(samples, "receiptd_queue_up", { queue: SETTLEMENTS_QUEUE }), 1);
       assert.equal(
-        valueOf(samples, "receiptd_queue_jobs", { queue: ANCHORS_QUEUE, state: "waiting" }),
+        sampleValue(samples, "receiptd_queue_jobs", { queue: ANCHORS_QUEUE, state: "waiting" }),
         0,
       );
       assert.equal(
-        valueOf(samples, "receiptd_store_errors_total", { operation: "get", kind: "unavailable" }),
+        sampleValue(samples, "receiptd_store_errors_total", {
+          operation: "get",
+          kind: "unavailable",
+        }),
         0,
       );
       assert.ok(samplesOf(samples, "process_resident_memory_bytes").length === 1);

@@ -14,7 +14,7 @@ import {
   type DocumentStore,
   DocumentStoreUnavailableError,
 } from "../../src/storage/document-store.js";
-import { parseExposition, valueOf } from "../support/prometheus.js";
+import { parseExposition, sampleValue } from "../support/prometheus.js";
 
 async function closedPort(): Promise<number> {
   const server = createServer();
@@ -34,10 +34,10 @@ describe("metrics", () => {
     first.countVerdicts({ PROVISIONAL: 0 });
     const one = parseExposition(await first.render());
     const two = parseExposition(await second.render());
-    assert.equal(valueOf(one, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 2);
-    assert.equal(valueOf(one, "receiptd_verdicts_total", { verdict: "UNTRUSTED" }), 1);
-    assert.equal(valueOf(one, "receiptd_verdicts_total", { verdict: "PROVISIONAL" }), 0);
-    assert.equal(valueOf(two, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 0);
+    assert.equal(sampleValue(one, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 2);
+    assert.equal(sampleValue(one, "receiptd_verdicts_total", { verdict: "UNTRUSTED" }), 1);
+    assert.equal(sampleValue(one, "receiptd_verdicts_total", { verdict: "PROVISIONAL" }), 0);
+    assert.equal(sampleValue(two, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 0);
     for (const sample of one) {
       assert.match(sample.name, /^(receiptd_|process_|nodejs_)/, sample.name);
     }
@@ -80,7 +80,7 @@ describe("metrics", () => {
     assert.deepEqual(await store.list("anchors"), ["a"]);
     const samples = parseExposition(await metrics.render());
     const errors = (operation: string, kind: string) =>
-      valueOf(samples, "receiptd_store_errors_total", { operation, kind });
+      sampleValue(samples, "receiptd_store_errors_total", { operation, kind });
     assert.equal(errors("get", "unavailable"), 2);
     assert.equal(errors("create", "other"), 1);
     assert.equal(errors("replace", "unavailable"), 0);
@@ -99,11 +99,14 @@ describe("metrics", () => {
     metrics.observeQueues(stats);
     try {
       const samples = parseExposition(await metrics.render());
-      assert.equal(valueOf(samples, "receiptd_queue_up", { queue: "anchors" }), 0);
-      assert.equal(valueOf(samples, "receiptd_queue_up", { queue: "settlements" }), 0);
+      assert.equal(sampleValue(samples, "receiptd_queue_up", { queue: "anchors" }), 0);
+      assert.equal(sampleValue(samples, "receiptd_queue_up", { queue: "settlements" }), 0);
       assert.equal(samples.filter((sample) => sample.name === "receiptd_queue_jobs").length, 0);
       assert.equal(
-        valueOf(samples, "receiptd_queue_job_failures_total", { queue: "anchors", final: "true" }),
+        sampleValue(samples, "receiptd_queue_job_failures_total", {
+          queue: "anchors",
+          final: "true",
+        }),
         0,
       );
     } finally {

@@ -21,7 +21,7 @@ import {
   wallet,
 } from "../payments/support.js";
 import { corpusBytes } from "../support/corpus.js";
-import { familiesOf, parseExposition, samplesOf, valueOf } from "../support/prometheus.js";
+import { familiesOf, parseExposition, samplesOf, sampleValue } from "../support/prometheus.js";
 import { startTestService, type TestService } from "./support/service.js";
 
 const TRUSTED = corpusBytes("vectors/01_happy_minimal.json");
@@ -120,20 +120,26 @@ describe("/metrics of a web process", () => {
     }
 
     // Single TRUSTED, the batch's one and the cache miss; the hit is not a verification.
-    assert.equal(valueOf(samples, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 3);
-    assert.equal(valueOf(samples, "receiptd_verdicts_total", { verdict: "UNTRUSTED" }), 3);
-    assert.equal(valueOf(samples, "receiptd_verdicts_total", { verdict: "PROVISIONAL" }), 0);
-    assert.equal(valueOf(samples, "receiptd_digest_cache_requests_total", { result: "hit" }), 1);
-    assert.equal(valueOf(samples, "receiptd_digest_cache_requests_total", { result: "miss" }), 1);
-    assert.equal(valueOf(samples, "receiptd_cap_refusals_total", { bucket: "anonymous" }), 1);
-    assert.equal(valueOf(samples, "receiptd_cap_refusals_total", { bucket: "key" }), 0);
-    assert.equal(valueOf(samples, "receiptd_cpu_pool_threads"), 1);
-    assert.equal(valueOf(samples, "receiptd_cpu_pool_queue_size"), 0);
-    const utilization = valueOf(samples, "receiptd_cpu_pool_utilization");
+    assert.equal(sampleValue(samples, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 3);
+    assert.equal(sampleValue(samples, "receiptd_verdicts_total", { verdict: "UNTRUSTED" }), 3);
+    assert.equal(sampleValue(samples, "receiptd_verdicts_total", { verdict: "PROVISIONAL" }), 0);
+    assert.equal(
+      sampleValue(samples, "receiptd_digest_cache_requests_total", { result: "hit" }),
+      1,
+    );
+    assert.equal(
+      sampleValue(samples, "receiptd_digest_cache_requests_total", { result: "miss" }),
+      1,
+    );
+    assert.equal(sampleValue(samples, "receiptd_cap_refusals_total", { bucket: "anonymous" }), 1);
+    assert.equal(sampleValue(samples, "receiptd_cap_refusals_total", { bucket: "key" }), 0);
+    assert.equal(sampleValue(samples, "receiptd_cpu_pool_threads"), 1);
+    assert.equal(sampleValue(samples, "receiptd_cpu_pool_queue_size"), 0);
+    const utilization = sampleValue(samples, "receiptd_cpu_pool_utilization");
     assert.ok(utilization >= 0 && utilization <= 1, String(utilization));
 
     const count = (labels: Record<string, string>) =>
-      valueOf(samples, "receiptd_http_request_duration_seconds_count", labels);
+      sampleValue(samples, "receiptd_http_request_duration_seconds_count", labels);
     assert.equal(count({ method: "POST", route: "/verify", status: "200" }), 5);
     assert.equal(count({ method: "POST", route: "/verify", status: "400" }), 1);
     assert.equal(count({ method: "GET", route: "/info", status: "429" }), 1);
@@ -190,14 +196,14 @@ describe("/metrics of a web process", () => {
     try {
       const text = await other.app.metrics.render();
       const samples = parseExposition(text);
-      assert.equal(valueOf(samples, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 0);
+      assert.equal(sampleValue(samples, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 0);
       assert.equal(samplesOf(samples, "receiptd_http_request_duration_seconds_count").length, 0);
     } finally {
       await other.close();
     }
     // This app's figures are untouched by the other's construction and closing.
     const { samples } = await scrape(metrics);
-    assert.equal(valueOf(samples, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 3);
+    assert.equal(sampleValue(samples, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 3);
   });
 });
 
@@ -244,13 +250,13 @@ describe("/metrics: x402 payments by outcome", () => {
 
     const samples = parseExposition(await service.app.metrics.render());
     const outcome = (name: string) =>
-      valueOf(samples, "receiptd_x402_payments_total", { outcome: name });
+      sampleValue(samples, "receiptd_x402_payments_total", { outcome: name });
     assert.equal(outcome("settled"), 1);
     assert.equal(outcome("replayed"), 1);
     assert.equal(outcome("abandoned"), 1);
     assert.equal(outcome("invalid"), 1);
     assert.equal(outcome("declined"), 0);
     assert.equal(outcome("failed"), 0);
-    assert.equal(valueOf(samples, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 1);
+    assert.equal(sampleValue(samples, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 1);
   });
 });

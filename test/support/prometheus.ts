@@ -38,7 +38,7 @@ export function samplesOf(
 }
 
 /** The value of the one sample `name{labels}`; throws when there is none or several. */
-export function valueOf(
+export function sampleValue(
   samples: readonly Sample[],
   name: string,
   labels: Record<string, string> = {},
