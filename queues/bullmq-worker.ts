@@ -34,6 +34,8 @@ export interface BullMqWorkerOptions {
   /** Errors that retrying cannot mend: the job fails at once, without its other attempts. */
   isPermanent?: (error: unknown) => boolean;
   log: WorkerLog;
+  /** Told about each failed run of a job; `final` when no attempt is left (`/metrics`). */
+  onFailed?: (queue: string, final: boolean) => void;
 }
 
 export const DEFAULT_WORKER_CONCURRENCY = 8;
@@ -83,7 +85,12 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
     );
     this.#worker.on("error", (error) => log.error({ queue: name, err: error.message }, "worker"));
     this.#worker.on("failed", (job, error) => {
-      const final = job === undefined || job.attemptsMade >= (job.opts.attempts ?? 1);
+      // An UnrecoverableError (isPermanent) ends the job whatever attempts are left.
+      const final =
+        job === undefined ||
+        error.name === "UnrecoverableError" ||
+        job.attemptsMade >= (job.opts.attempts ?? 1);
+      options.onFailed?.(name, final);
       log.warn(
         { queue: name, jobId: job?.id, attempt: job?.attemptsMade, final, err: error.message },
         "job failed",

@@ -34,3 +34,9 @@ export function x402Principal(payerAddress: string): Principal {
 export function isPrincipal(text: string): text is Principal {
   return PRINCIPAL.test(text);
 }
+
+/** The kind of a principal's bucket (`key`, `x402`, `anonymous`): a label that stays bounded. */
+export function capBucketOf(principal: Principal): "key" | "x402" | "anonymous" {
+  if (principal === ANONYMOUS) return "anonymous";
+  return principal.startsWith("key:") ? "key" : "x402";
+}

@@ -5,12 +5,22 @@
  * key as the web processes.
  */
 import { parseArgs } from "node:util";
+import { ANCHORS_QUEUE } from "../../queues/anchors.js";
 import {
   type QueueWorker,
   startReceiptdWorkers,
   type WorkerLog,
 } from "../../queues/bullmq-worker.js";
-import { ConfigError, type LogLevel, loadConfig, type ServiceConfig } from "../service/config.js";
+import { SETTLEMENTS_QUEUE } from "../../queues/settlements.js";
+import type { MetricsListenerConfig } from "../metrics/server.js";
+import { startWorkerMetrics } from "../metrics/worker.js";
+import {
+  ConfigError,
+  type LogLevel,
+  loadConfig,
+  metricsListenerFrom,
+  type ServiceConfig,
+} from "../service/config.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "../service/service-key.js";
 import { openDocumentStore } from "../storage/open.js";
 import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
@@ -24,7 +34,8 @@ jobs and lets active ones finish (at most WORKER_SHUTDOWN_MS), and a second sign
 Environment: REDIS_URL (required), REDIS_PREFIX (receiptd), DATA_DIR (./data: document store and
 service key), LOG_LEVEL (info), WORKER_CONCURRENCY (8 jobs per queue),
 WORKER_LOCK_DURATION_MS (30000) and WORKER_STALLED_INTERVAL_MS (30000): a crashed worker's jobs
-are taken over within about their sum; WORKER_SHUTDOWN_MS (25000).
+are taken over within about their sum; WORKER_SHUTDOWN_MS (25000); WORKER_METRICS_PORT (unset:
+no /metrics), METRICS_HOST (127.0.0.1), METRICS_TOKEN (docs/operations.md).
 `;
 
 interface WorkerSettings {
@@ -81,9 +92,11 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   }
   let config: ServiceConfig;
   let settings: WorkerSettings;
+  let metricsListener: MetricsListenerConfig | null;
   try {
     config = loadConfig(process.env);
     settings = workerSettings(process.env);
+    metricsListener = metricsListenerFrom(process.env, "WORKER_METRICS_PORT");
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     io.stderr(`error: ${error.message}\n`);
@@ -96,7 +109,15 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   const log = jsonLog(config.logLevel, io);
   await loadOrCreateServiceKey(config.dataDir);
   const identity = ServiceIdentity.open(config.dataDir);
-  const store = await openDocumentStore(config);
+  const metrics = await startWorkerMetrics({
+    listener: metricsListener,
+    redisUrl: config.redisUrl,
+    prefix: config.redisPrefix,
+    queues: [ANCHORS_QUEUE, SETTLEMENTS_QUEUE],
+    log,
+  });
+  const openedStore = await openDocumentStore(config);
+  const store = metrics.observeStore(openedStore);
   const workers = startReceiptdWorkers({
     redisUrl: config.redisUrl,
     prefix: config.redisPrefix,
@@ -106,13 +127,15 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     store,
     signer: () => identity.signer(),
     log,
+    onFailed: metrics.onFailed,
   });
   await Promise.all(workers.map((worker) => worker.ready()));
   log.info({ queues: workers.map((worker) => worker.name) }, "worker ready");
   await stopSignal();
   log.info({}, "worker stopping");
   await stop(workers, settings.shutdownMs);
-  await store.close();
+  await metrics.close();
+  await openedStore.close();
   log.info({}, "worker stopped");
   return 0;
 }

@@ -7,6 +7,7 @@
 import { KeyStore } from "../access/api-keys.js";
 import { AuditLog } from "../access/audit.js";
 import type { CapStore } from "../access/caps.js";
+import type { PaymentOutcome } from "../metrics/metrics.js";
 import { FacilitatorClient } from "../payments/facilitator-client.js";
 import type { NonceLedger } from "../payments/nonce-ledger.js";
 import type { Settlement } from "../payments/settlement-receipt.js";
@@ -25,6 +26,8 @@ export interface AccessServiceDependencies {
   clock: () => number;
   /** Told about every settled x402 payment; resolves once its receipt job is durable. */
   onSettled: (settlement: Settlement) => Promise<void>;
+  /** Told how each presented x402 payment ended (`/metrics`). */
+  onPayment?: (outcome: PaymentOutcome) => void;
 }
 
 export function createAccessServices(
@@ -46,6 +49,7 @@ export function createAccessServices(
           clock,
           signer: () => identity.signer(),
           onSettled: dependencies.onSettled,
+          onOutcome: dependencies.onPayment,
         });
   const audit = new AuditLog(config.auditDir, { now: clock });
   return {

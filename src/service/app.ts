@@ -2,8 +2,8 @@
  * The Fastify application (architecture.md): built here, listened on elsewhere
  * (`server.ts`), so tests drive the same app with `inject()` or a socket on port 0.
  */
-import Fastify, { type FastifyInstance } from "fastify";
-import type { AnchorsQueue } from "../../queues/anchors.js";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import { ANCHORS_QUEUE, type AnchorsQueue } from "../../queues/anchors.js";
 import { JobJournal, journalDirectory } from "../../queues/job-journal.js";
 import {
   SETTLEMENTS_QUEUE,
@@ -13,6 +13,8 @@ import {
 import type { DigestCache } from "../cache/digest-cache.js";
 import { loadCorpusSummary } from "../conformance/corpus.js";
 import { loadOrCreateValidatorKey } from "../erc8004/validator-key.js";
+import { ServiceMetrics } from "../metrics/metrics.js";
+import { observeDocumentStore } from "../metrics/observe.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { createAccessServices } from "./access-services.js";
 import { type Backends, openBackends, openQueues } from "./backends.js";
@@ -37,6 +39,7 @@ import { loadOrCreateInternalToken } from "./internal-token.js";
 import { registerAccessControl } from "./plugins/access.js";
 import { handleFrameworkError, registerErrorHandling } from "./plugins/errors.js";
 import { loggingOptions } from "./plugins/logging.js";
+import { registerRequestMetrics } from "./plugins/metrics.js";
 import { registerRawBodyParser } from "./plugins/raw-body.js";
 import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id.js";
 import { registerSchemaValidation } from "./plugins/schemas.js";
@@ -66,6 +69,8 @@ declare module "fastify" {
     clock: () => number;
     /** The connection cap and timeouts of the HTTP server (issue 16). */
     connections: ConnectionGuard;
+    /** This app's Prometheus registry and metrics (served by `server.ts` on `METRICS_PORT`). */
+    metrics: ServiceMetrics;
   }
 }
 
@@ -113,10 +118,14 @@ export async function buildApp(
   app.decorate("serviceIdentity", identity);
   app.decorate("validatorAddress", validator.address);
   app.decorate("clock", clock);
+  const metrics = new ServiceMetrics();
+  app.decorate("metrics", metrics);
   // Opened before the worker threads, so that a store that cannot be reached at startup
   // fails the start cleanly instead of leaving threads behind.
   const backends = await openBackends(config, { clock, log: app.log });
-  const { documentStore } = backends;
+  const documentStore = observeDocumentStore(backends.documentStore, (operation, kind) =>
+    metrics.storeErrors.inc({ operation, kind }),
+  );
   app.decorate("documentStore", documentStore);
   app.decorate("digestCache", backends.digestCache);
   app.decorate("backends", backends);
@@ -134,6 +143,7 @@ export async function buildApp(
     workerData: workerContext,
   });
   app.decorate("cpuPool", pool);
+  metrics.observeCpuPool(() => pool.stats());
   const queues = await openQueues(config, {
     documentStore,
     signer: () => identity.signer(),
@@ -141,6 +151,8 @@ export async function buildApp(
     log: app.log,
   });
   const settlementsQueue = queues.settlements;
+  const queueStats = await openQueueStats(config, app.log);
+  if (queueStats !== null) metrics.observeQueues(queueStats);
   app.decorate("anchorsQueue", queues.anchors);
   app.decorate("settlementsQueue", settlementsQueue);
   // Settlement receipt jobs of the x402 path are durable before a paid answer is released:
@@ -156,6 +168,7 @@ export async function buildApp(
     // A journal that cannot be read stops the start: its jobs must not be forgotten.
     await pool.close();
     await queues.close();
+    await queueStats?.close();
     await backends.close();
     throw error;
   }
@@ -166,17 +179,20 @@ export async function buildApp(
     identity,
     clock,
     onSettled: (payment) => settlements.record(payment),
+    onPayment: (outcome) => metrics.payments.inc({ outcome }),
   });
   // onClose runs once in-flight requests have been answered, so no task is cut short.
   app.addHook("onClose", async () => {
     await pool.close();
     await settlements.close();
     await queues.close();
+    await queueStats?.close();
     await access.close();
     await backends.close();
   });
 
   registerRequestIdHeader(app);
+  registerRequestMetrics(app);
   registerErrorHandling(app);
   registerConnectionHooks(app);
   registerRawBodyParser(app);
@@ -200,4 +216,19 @@ export async function buildApp(
   app.register(erc8004Routes);
   app.register(crystalRoutes);
   return app;
+}
+
+/**
+ * The BullMQ figures of `/metrics` in distributed mode (the queues this process feeds); none
+ * when embedded, where jobs run in-process. BullMQ is loaded only by the mode that uses it.
+ */
+async function openQueueStats(config: ServiceConfig, log: FastifyBaseLogger) {
+  if (config.redisUrl === null) return null;
+  const { BullMqQueueStats } = await import("../../queues/queue-stats.js");
+  return new BullMqQueueStats({
+    redisUrl: config.redisUrl,
+    prefix: config.redisPrefix,
+    names: [ANCHORS_QUEUE, SETTLEMENTS_QUEUE],
+    onError: (error) => log.debug(`metrics queue connection error: ${error.name}`),
+  });
 }

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { auditDirFrom } from "../access/audit.js";
+import type { MetricsListenerConfig } from "../metrics/server.js";
 import { PaymentConfigError } from "../payments/errors.js";
 import { type PaymentSettings, paymentSettings } from "../payments/requirements.js";
 import type { TaskEndpoint } from "./tasks/define-task.js";
@@ -128,6 +129,8 @@ export interface ServiceConfig {
   limits: ServiceLimits;
   cpuPool: CpuPoolConfig;
   http: HttpServerConfig;
+  /** The `/metrics` listener (`METRICS_PORT`, `METRICS_HOST`, `METRICS_TOKEN`), or null: off. */
+  metrics: MetricsListenerConfig | null;
 }
 
 export interface ConfigOverrides
@@ -350,6 +353,33 @@ function paymentsFrom(env: Env, limits: ServiceLimits, origin: string): Payments
   }
 }
 
+// --- Metrics (issue 14, docs/operations.md "Metrics") ---
+
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/**
+ * The `/metrics` listener of a process: off unless `portVariable` (`METRICS_PORT` for web
+ * processes, `WORKER_METRICS_PORT` for `receiptd worker`, so both can share one environment) is
+ * set. It binds `METRICS_HOST` (default 127.0.0.1); any other address must come with
+ * `METRICS_TOKEN`, so the figures are never open to the network by accident.
+ */
+export function metricsListenerFrom(env: Env, portVariable: string): MetricsListenerConfig | null {
+  const text = env[portVariable];
+  if (text === undefined || text === "") return null;
+  const port = integerFrom(env, portVariable, 0, 0, 65_535);
+  const host = env.METRICS_HOST || "127.0.0.1";
+  const token = env.METRICS_TOKEN || null;
+  if (token !== null && !/^[\x21-\x7e]{16,}$/.test(token)) {
+    throw new ConfigError("METRICS_TOKEN must be at least 16 printable characters, no spaces");
+  }
+  if (token === null && !LOOPBACK_HOSTS.has(host)) {
+    throw new ConfigError(
+      `METRICS_HOST ${host} is not a loopback address: set METRICS_TOKEN so scrapes must present it`,
+    );
+  }
+  return { host, port, token };
+}
+
 /**
  * Builds the configuration from `env` (service.md §13 plus `MAX_BODY_BYTES`, `MAX_BATCH`,
  * `MAX_RESULT_BYTES`, `CPU_THREADS`, `CPU_MAX_QUEUE`, the connection limits of `HttpServerConfig` and
@@ -382,5 +412,6 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     limits: mergedLimits,
     cpuPool: { ...cpuPoolFrom(env), ...cpuPool },
     http: { ...httpServerFrom(env), ...http },
+    metrics: rest.metrics === undefined ? metricsListenerFrom(env, "METRICS_PORT") : rest.metrics,
   };
 }

@@ -5,6 +5,7 @@
  * which the service answers with 503 instead of queueing without bound.
  */
 import { Piscina } from "piscina";
+import type { CpuPoolStats } from "../metrics/metrics.js";
 import {
   RUNNING_FROM_SOURCE,
   type TaskDefinition,
@@ -81,6 +82,15 @@ export class CpuPool {
       }
       throw error;
     }
+  }
+
+  /** The pool's figures for `/metrics`, read when scraped. */
+  stats(): CpuPoolStats {
+    return {
+      queueSize: this.#pool.queueSize,
+      utilization: this.#pool.utilization,
+      threads: this.#pool.threads.length,
+    };
   }
 
   /** Waits for running and queued tasks, then stops the threads. */

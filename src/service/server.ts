@@ -3,6 +3,7 @@
  * accepting connections, answer the requests already in flight, close the CPU pool.
  */
 import type { FastifyInstance } from "fastify";
+import { startMetricsServer } from "../metrics/server.js";
 import { buildApp } from "./app.js";
 import { openFileLimit, type ServiceConfig } from "./config.js";
 
@@ -38,6 +39,7 @@ export async function startServer(config: ServiceConfig): Promise<FastifyInstanc
     for (const name of SHUTDOWN_SIGNALS) process.off(name, shutDown);
   });
   try {
+    await serveMetrics(app, config);
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
     await app.close();
@@ -46,6 +48,21 @@ export async function startServer(config: ServiceConfig): Promise<FastifyInstanc
   for (const name of SHUTDOWN_SIGNALS) process.on(name, shutDown);
   warnAboutFileLimit(app, config);
   return app;
+}
+
+/**
+ * `/metrics` on its own listener (`METRICS_PORT`), never on the API port. Closed with the
+ * app, once the last answer is sent, so figures can still be scraped while it drains.
+ */
+async function serveMetrics(app: FastifyInstance, config: ServiceConfig): Promise<void> {
+  if (config.metrics === null) return;
+  const server = await startMetricsServer(
+    config.metrics,
+    () => app.metrics.render(),
+    (error) => app.log.error({ err: error }, "metrics scrape failed"),
+  );
+  app.addHook("onClose", async () => server.close());
+  app.log.info({ url: `${server.url}/metrics` }, "metrics listening");
 }
 
 /** Files beyond the connections: stores, logs, worker threads, refusals being answered. */

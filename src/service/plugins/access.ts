@@ -21,7 +21,13 @@ import {
   isChargedStatus,
   rateLimitHeaders,
 } from "../../access/caps.js";
-import { ANONYMOUS, keyPrincipal, type Principal, x402Principal } from "../../access/principal.js";
+import {
+  ANONYMOUS,
+  capBucketOf,
+  keyPrincipal,
+  type Principal,
+  x402Principal,
+} from "../../access/principal.js";
 import {
   PassTokenError,
   type PassTokenErrorCode,
@@ -198,6 +204,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     const nowMs = services.clock();
     const decision = await services.caps.consume(bucket, limit, nowMs);
     if (!decision.allowed) {
+      request.server.metrics.capRefusals.inc({ bucket: capBucketOf(bucket) });
       const { body, headers } = capReachedResponse(decision);
       return accessRefusal(body.error, { hint: body.hint }, headers);
     }

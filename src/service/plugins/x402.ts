@@ -7,6 +7,7 @@
  * its transaction is delivered only once the receipt job is durable.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { PaymentOutcome } from "../../metrics/metrics.js";
 import {
   encodeChallenge,
   encodeSettlementResponse,
@@ -62,6 +63,8 @@ export interface X402GateOptions {
    * reject.
    */
   onSettled: (settlement: Settlement) => Promise<void>;
+  /** Told how each presented payment ended, exactly once (`/metrics`). */
+  onOutcome?: (outcome: PaymentOutcome) => void;
 }
 
 /**
@@ -161,7 +164,10 @@ export class X402Gate {
     sale: Sale,
     chargePayer: (payer: string) => Promise<AccessRefusal | null>,
   ): Promise<PaymentCheck> {
-    const refuse = (refusal: AccessRefusal): PaymentCheck => ({ ok: false, refusal });
+    const refuse = (refusal: AccessRefusal, outcome: PaymentOutcome = "invalid"): PaymentCheck => {
+      this.#options.onOutcome?.(outcome);
+      return { ok: false, refusal };
+    };
     const requirements = this.#requirementsFor(route, sale);
     let verified: VerifiedPayment<PaymentOption>;
     try {
@@ -175,7 +181,7 @@ export class X402Gate {
       return refuse(this.challenge(route, sale, error.code));
     }
     const capRefusal = await chargePayer(verified.payer);
-    if (capRefusal !== null) return refuse(capRefusal);
+    if (capRefusal !== null) return refuse(capRefusal, "capped");
 
     const nonce: NonceKey = {
       network: verified.requirement.network.caip2,
@@ -189,28 +195,32 @@ export class X402Gate {
       reserved = await this.#options.nonces.reserve(nonce, expiry);
     } catch {
       // Without the ledger a replay cannot be ruled out: refuse rather than risk one.
-      return refuse(accessRefusal("nonce_ledger_unavailable", {}, { "retry-after": "1" }));
+      return refuse(
+        accessRefusal("nonce_ledger_unavailable", {}, { "retry-after": "1" }),
+        "unavailable",
+      );
     }
-    if (!reserved) return refuse(this.challenge(route, sale, "nonce_already_used"));
+    if (!reserved) return refuse(this.challenge(route, sale, "nonce_already_used"), "replayed");
     const facilitator = this.#options.facilitator;
     if (facilitator === null) {
       await this.#release(nonce);
-      return refuse(accessRefusal("payments_unavailable"));
+      return refuse(accessRefusal("payments_unavailable"), "unavailable");
     }
     const outcome = await facilitator.verify(facilitatorRequest(verified));
     if (outcome.status !== "valid") {
       // Nothing was settled, so the authorization may still be used.
       await this.#release(nonce);
       if (outcome.status === "declined") {
-        return refuse(this.#declined(route, sale, outcome.reason));
+        return refuse(this.#declined(route, sale, outcome.reason), "declined");
       }
-      return refuse(accessRefusal(outcome.code));
+      return refuse(accessRefusal(outcome.code), "failed");
     }
     return { ok: true, pending: { verified, nonce, route } };
   }
 
   /** The handler did not succeed: nothing is settled and the authorization stays usable. */
   async abandon(pending: PendingPayment): Promise<void> {
+    this.#options.onOutcome?.("abandoned");
     await this.#release(pending.nonce);
   }
 
@@ -241,12 +251,20 @@ export class X402Gate {
     call: SettlementCall | null = null,
   ): Promise<AccessRefusal | null> {
     const facilitator = this.#options.facilitator;
-    if (facilitator === null) return accessRefusal("payments_unavailable");
+    const record = (outcome: PaymentOutcome) => this.#options.onOutcome?.(outcome);
+    if (facilitator === null) {
+      record("unavailable");
+      return accessRefusal("payments_unavailable");
+    }
     const outcome = await facilitator.settle(facilitatorRequest(pending.verified));
     if (outcome.status === "declined") {
+      record("declined");
       return this.#declined(pending.route, sale, outcome.reason);
     }
-    if (outcome.status === "unknown") return accessRefusal(outcome.code);
+    if (outcome.status === "unknown") {
+      record("failed");
+      return accessRefusal(outcome.code);
+    }
 
     const { payment, requirement, payer } = pending.verified;
     const header = encodeSettlementResponse(payment.x402Version, requirement.network, {
@@ -276,6 +294,7 @@ export class X402Gate {
       ua: typeof userAgent === "string" ? userAgent : "",
       ...call,
     });
+    record("settled");
     return null;
   }
 

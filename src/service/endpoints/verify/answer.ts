@@ -15,7 +15,7 @@
  */
 import type { CachedVerdict } from "../../../cache/digest-cache.js";
 import { ResultBudget, ResultBudgetExceeded } from "../../../verifier/bundle/budget.js";
-import type { VerifyResult } from "../../../verifier/bundle/result.js";
+import type { Verdict, VerifyResult } from "../../../verifier/bundle/result.js";
 import { verifyBundle } from "../../../verifier/bundle/verify-bundle.js";
 import type { Ed25519Signer } from "../../../verifier/crypto/ed25519.js";
 import { dumpCompact } from "../../../verifier/json/dump.js";
@@ -66,10 +66,18 @@ export interface VerifyTask extends VerifyFlags {
 export type CacheableVerdict = Omit<CachedVerdict, "storedAtMs">;
 
 /**
- * The worker's answer, or a single bundle verified with `?cache=1`: the caller caches that
- * verdict and answers 200 from it.
+ * How many of each verdict a request's answer holds, for `/metrics`: counted here, where the
+ * verdicts are made, so the main thread never parses an answer to count them.
  */
-export type VerifyOutcome = Answer | { cacheable: CacheableVerdict };
+export type VerdictTally = Partial<Record<Verdict, number>>;
+
+/**
+ * The worker's answer with its verdict tally, or a single bundle verified with `?cache=1`: the
+ * caller caches that verdict and answers 200 from it.
+ */
+export type VerifyOutcome =
+  | (Answer & { verdicts?: VerdictTally })
+  | { cacheable: CacheableVerdict; verdicts: VerdictTally };
 
 type VerifyBody =
   | { form: "single"; bundle: JsonObject }
@@ -135,7 +143,7 @@ function cacheableVerdict(
   signer: Ed25519Signer,
   verifiedAt: string,
   budget: ResultBudget,
-): CacheableVerdict {
+): { entry: CacheableVerdict; verdict: Verdict } {
   const { verification_receipt, verification_receipt_error, ...result } = verdictPayload(
     bundle,
     { ...flags, receipt: true },
@@ -143,7 +151,7 @@ function cacheableVerdict(
     verifiedAt,
     budget,
   );
-  return {
+  const entry: CacheableVerdict = {
     verdictJson: dumpCompact(result),
     receipt:
       verification_receipt === undefined
@@ -151,6 +159,7 @@ function cacheableVerdict(
         : { json: dumpCompact(verification_receipt) },
     verifiedAt,
   };
+  return { entry, verdict: result.verdict };
 }
 
 export interface CacheMember {
@@ -236,13 +245,24 @@ function verifyDetected(
   const verifiedAt = formatUtcSeconds();
   const signer = context.signer();
   if (request.form === "single" && flags.cache === true) {
-    return { cacheable: cacheableVerdict(request.bundle, flags, signer, verifiedAt, budget) };
+    const cacheable = cacheableVerdict(request.bundle, flags, signer, verifiedAt, budget);
+    return { cacheable: cacheable.entry, verdicts: { [cacheable.verdict]: 1 } };
   }
   if (request.form === "single") {
-    return answer(200, singleBundlePayload(request.bundle, flags, signer, budget, verifiedAt));
+    const payload = singleBundlePayload(request.bundle, flags, signer, budget, verifiedAt);
+    return { ...answer(200, payload), verdicts: tally([payload]) };
   }
   const results = request.bundles.map((bundle) =>
     verdictPayload(bundle, flags, signer, verifiedAt, budget),
   );
-  return answer(200, { results, count: results.length, service: SERVICE_NAME });
+  return {
+    ...answer(200, { results, count: results.length, service: SERVICE_NAME }),
+    verdicts: tally(results),
+  };
+}
+
+function tally(results: readonly { verdict: Verdict }[]): VerdictTally {
+  const counts: VerdictTally = {};
+  for (const { verdict } of results) counts[verdict] = (counts[verdict] ?? 0) + 1;
+  return counts;
 }

@@ -107,6 +107,7 @@ export async function verifyRoutes(app: FastifyInstance) {
       const body = transferableBody(raw);
       const task: VerifyTask = { body, requireAnchor, receipt, cache };
       const outcome = await app.cpuPool.run(verifyTask, task, [body]);
+      app.metrics.countVerdicts(outcome.verdicts);
       if ("cacheable" in outcome) {
         if (cacheKey !== null) await remember(app, cacheKey, outcome.cacheable);
         return json(cachedVerdictResponse(outcome.cacheable, receipt, { hit: false }));
@@ -123,8 +124,11 @@ export async function verifyRoutes(app: FastifyInstance) {
  */
 async function cachedEntry(app: FastifyInstance, key: string): Promise<CachedVerdict | null> {
   try {
-    return await app.digestCache.get(key);
+    const entry = await app.digestCache.get(key);
+    app.metrics.digestCache.inc({ result: entry === null ? "miss" : "hit" });
+    return entry;
   } catch (error) {
+    app.metrics.digestCache.inc({ result: "error" });
     app.log.warn({ err: error }, "digest cache unavailable; verifying without it");
     return null;
   }

@@ -1,0 +1,102 @@
+/**
+ * Figures of BullMQ queues for `/metrics` (docs/operations.md): jobs by state and the lag of the
+ * oldest waiting job, read from Redis when Prometheus scrapes. Web processes (producers) and
+ * `receiptd worker` (consumers) both report them, so a deployment sees its backlog whichever
+ * process it scrapes.
+ *
+ * A scrape must not hang on a Redis that is down: the connection fails fast (no offline queue,
+ * one try per command) and each read is bounded by `timeoutMs`; a queue that could not be read
+ * is reported as such (`receiptd_queue_up 0`) rather than with stale figures.
+ */
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import type { QueueStats, QueueStatsSource } from "../src/metrics/metrics.js";
+
+export interface BullMqQueueStatsOptions {
+  redisUrl: string;
+  /** `REDIS_PREFIX`. */
+  prefix: string;
+  names: readonly string[];
+  /** Longest a scrape waits for Redis. */
+  timeoutMs?: number;
+  /** Connection errors (ioredis emits them while it reconnects). */
+  onError?: (error: Error) => void;
+  now?: () => number;
+}
+
+export const DEFAULT_STATS_TIMEOUT_MS = 1000;
+
+export class BullMqQueueStats implements QueueStatsSource {
+  readonly names: readonly string[];
+  readonly #client: Redis;
+  readonly #queues: Queue[];
+  readonly #timeoutMs: number;
+  readonly #now: () => number;
+
+  constructor(options: BullMqQueueStatsOptions) {
+    this.names = options.names;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_STATS_TIMEOUT_MS;
+    this.#now = options.now ?? Date.now;
+    const onError = options.onError ?? (() => {});
+    // Connected on first use: a process that is never scraped opens no connection for this.
+    this.#client = new Redis(options.redisUrl, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      lazyConnect: true,
+    });
+    this.#client.on("error", onError);
+    this.#queues = options.names.map((name) => {
+      const queue = new Queue(name, { connection: this.#client, prefix: options.prefix });
+      queue.on("error", onError);
+      return queue;
+    });
+  }
+
+  async read(): Promise<ReadonlyMap<string, QueueStats | null>> {
+    const figures = new Map<string, QueueStats | null>();
+    const results = await Promise.allSettled(
+      this.#queues.map((queue) => withTimeout(this.#readOne(queue), this.#timeoutMs)),
+    );
+    results.forEach((result, index) => {
+      const name = this.#queues[index]?.name;
+      if (name !== undefined)
+        figures.set(name, result.status === "fulfilled" ? result.value : null);
+    });
+    return figures;
+  }
+
+  async #readOne(queue: Queue): Promise<QueueStats> {
+    if (this.#client.status === "wait") await this.#client.connect();
+    const counts = await queue.getJobCounts("wait", "active", "delayed", "failed");
+    // BullMQ lists waiting jobs newest first; ascending order puts the oldest first.
+    const [oldest] = await queue.getJobs(["wait"], 0, 0, true);
+    let oldestWaitingSeconds = 0;
+    if (oldest !== undefined) {
+      // A delayed job (a retry's backoff included) is ready only once its delay has passed.
+      const readySince = oldest.timestamp + (oldest.delay ?? 0);
+      oldestWaitingSeconds = Math.max(0, (this.#now() - readySince) / 1000);
+    }
+    return {
+      jobs: {
+        waiting: counts.wait ?? 0,
+        active: counts.active ?? 0,
+        delayed: counts.delayed ?? 0,
+        failed: counts.failed ?? 0,
+      },
+      oldestWaitingSeconds,
+    };
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.#queues.map((queue) => queue.close()));
+    this.#client.disconnect();
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  return Promise.race([promise, timedOut]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,271 @@
+/**
+ * Every Prometheus metric of receiptd, defined in one place (issue 14, docs/operations.md).
+ *
+ * Each process owns one `Registry` (never prom-client's global one), so tests can build several
+ * apps in one process and a scrape shows exactly that app's figures. Label values are bounded:
+ * routes are Fastify route patterns (`/anchors/:digest`, never a raw URL), statuses numbers,
+ * everything else comes from a fixed list below. Figures that live elsewhere (the CPU pool,
+ * BullMQ) are read when scraped, not polled.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { VERDICTS, type Verdict } from "../verifier/bundle/result.js";
+
+/** What Prometheus expects in `Content-Type` for the text format prom-client writes. */
+export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
+
+/** Request durations: a cached verdict takes a millisecond, a 1 MiB batch seconds. */
+const DURATION_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+];
+
+/** The label of a request no route matched (404s, URLs that cannot be decoded). */
+export const UNMATCHED_ROUTE = "unmatched";
+
+export const DIGEST_CACHE_RESULTS = ["hit", "miss", "error"] as const;
+export type DigestCacheResult = (typeof DIGEST_CACHE_RESULTS)[number];
+
+/** The daily-cap buckets of service.md §9, by kind (never the key id or payer address). */
+export const CAP_BUCKETS = ["anonymous", "key", "x402"] as const;
+export type CapBucket = (typeof CAP_BUCKETS)[number];
+
+/**
+ * How a presented x402 payment ended, each exactly once:
+ * - `invalid`: refused locally (undecodable, not matching an offer, bad signature or window);
+ * - `replayed`: its nonce was already used;
+ * - `capped`: the payer's daily cap was reached;
+ * - `unavailable`: no facilitator configured, or the nonce ledger unreachable;
+ * - `declined`: the facilitator declined it (at `/verify` or at `/settle`);
+ * - `failed`: the facilitator's answer is unknown (unreachable, 5xx, bad answer);
+ * - `abandoned`: verified, but the handler did not succeed, so nothing was settled;
+ * - `settled`: settled, and the paid answer delivered.
+ */
+export const PAYMENT_OUTCOMES = [
+  "invalid",
+  "replayed",
+  "capped",
+  "unavailable",
+  "declined",
+  "failed",
+  "abandoned",
+  "settled",
+] as const;
+export type PaymentOutcome = (typeof PAYMENT_OUTCOMES)[number];
+
+export const STORE_OPERATIONS = ["get", "create", "replace", "list"] as const;
+export type StoreOperation = (typeof STORE_OPERATIONS)[number];
+/** `unavailable`: `DocumentStoreUnavailableError` (503 `store_unavailable`); else `other`. */
+export type StoreErrorKind = "unavailable" | "other";
+
+export const QUEUE_JOB_STATES = ["waiting", "active", "delayed", "failed"] as const;
+export type QueueJobState = (typeof QUEUE_JOB_STATES)[number];
+
+/** A BullMQ queue's figures at one moment. */
+export interface QueueStats {
+  jobs: Record<QueueJobState, number>;
+  /** Seconds the oldest waiting job has been ready to run, or 0 when none waits. */
+  oldestWaitingSeconds: number;
+}
+
+/** Where the queue figures of a scrape come from (BullMQ; queues/queue-stats.ts). */
+export interface QueueStatsSource {
+  readonly names: readonly string[];
+  /** Each queue's figures, or null for a queue that could not be read in time. */
+  read(): Promise<ReadonlyMap<string, QueueStats | null>>;
+}
+
+export interface CpuPoolStats {
+  /** Tasks waiting for a thread. */
+  queueSize: number;
+  /** Piscina's utilisation: mean task run time over the pool's capacity, 0–1. */
+  utilization: number;
+  threads: number;
+}
+
+/**
+ * The metrics every receiptd process has: Node's process metrics and, where the process talks
+ * to BullMQ, its queues. `receiptd worker` uses this alone; web processes `ServiceMetrics`.
+ */
+export class ProcessMetrics {
+  readonly registry = new Registry();
+  readonly queueJobs: Gauge<"queue" | "state">;
+  readonly queueOldestWaiting: Gauge<"queue">;
+  readonly queueUp: Gauge<"queue">;
+  readonly queueJobFailures: Counter<"queue" | "final">;
+  readonly storeErrors: Counter<"operation" | "kind">;
+  #queues: QueueStatsSource | null = null;
+  #reading: Promise<ReadonlyMap<string, QueueStats | null>> | null = null;
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+    const metrics = this;
+    this.queueJobs = new Gauge({
+      name: "receiptd_queue_jobs",
+      help: "Jobs of each BullMQ queue by state (waiting, active, delayed, failed), read at scrape time.",
+      labelNames: ["queue", "state"],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const [queue, stats] of await metrics.#readQueues()) {
+          if (stats === null) continue;
+          for (const state of QUEUE_JOB_STATES) this.set({ queue, state }, stats.jobs[state]);
+        }
+      },
+    });
+    this.queueOldestWaiting = new Gauge({
+      name: "receiptd_queue_oldest_waiting_seconds",
+      help: "Lag of each BullMQ queue: seconds its oldest waiting job has been ready to run (0 when none waits).",
+      labelNames: ["queue"],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const [queue, stats] of await metrics.#readQueues()) {
+          if (stats !== null) this.set({ queue }, stats.oldestWaitingSeconds);
+        }
+      },
+    });
+    this.queueUp = new Gauge({
+      name: "receiptd_queue_up",
+      help: "1 when the BullMQ queue's figures could be read from Redis for this scrape, else 0.",
+      labelNames: ["queue"],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const [queue, stats] of await metrics.#readQueues()) {
+          this.set({ queue }, stats === null ? 0 : 1);
+        }
+      },
+    });
+    this.queueJobFailures = new Counter({
+      name: "receiptd_queue_job_failures_total",
+      help: "Failed runs of BullMQ jobs in this worker process; final=true when no attempt is left.",
+      labelNames: ["queue", "final"],
+      registers: [this.registry],
+    });
+    this.storeErrors = new Counter({
+      name: "receiptd_store_errors_total",
+      help: "Failed document store operations, by operation and kind (unavailable: the store could not be reached; web answers 503).",
+      labelNames: ["operation", "kind"],
+      registers: [this.registry],
+    });
+    for (const operation of STORE_OPERATIONS) {
+      for (const kind of ["unavailable", "other"]) this.storeErrors.inc({ operation, kind }, 0);
+    }
+  }
+
+  /** Reports `source`'s queues from now on (distributed mode). */
+  observeQueues(source: QueueStatsSource): void {
+    this.#queues = source;
+    for (const queue of source.names) {
+      for (const final of ["true", "false"]) this.queueJobFailures.inc({ queue, final }, 0);
+    }
+  }
+
+  /** One read per scrape, shared by the three queue gauges (they are collected together). */
+  #readQueues(): Promise<ReadonlyMap<string, QueueStats | null>> {
+    const source = this.#queues;
+    if (source === null) return Promise.resolve(new Map());
+    if (this.#reading === null) {
+      this.#reading = source.read().finally(() => {
+        this.#reading = null;
+      });
+    }
+    return this.#reading;
+  }
+
+  /** The exposition text of every metric. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+/** The metrics of a web process (`receiptd serve`): requests, verdicts, access, stores. */
+export class ServiceMetrics extends ProcessMetrics {
+  readonly requestDuration: Histogram<"method" | "route" | "status">;
+  readonly verdicts: Counter<"verdict">;
+  readonly cpuPoolQueueSize: Gauge;
+  readonly cpuPoolUtilization: Gauge;
+  readonly cpuPoolThreads: Gauge;
+  readonly digestCache: Counter<"result">;
+  readonly capRefusals: Counter<"bucket">;
+  readonly payments: Counter<"outcome">;
+  #cpuPool: (() => CpuPoolStats) | null = null;
+
+  constructor() {
+    super();
+    const registers = [this.registry];
+    const metrics = this;
+    this.requestDuration = new Histogram({
+      name: "receiptd_http_request_duration_seconds",
+      help: `Time from a request's arrival to its answer, by method, route pattern ("${UNMATCHED_ROUTE}" when none matched) and status.`,
+      labelNames: ["method", "route", "status"],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.verdicts = new Counter({
+      name: "receiptd_verdicts_total",
+      help: "Verdicts computed for POST /verify (each bundle of a batch counts; cache hits do not), by verdict.",
+      labelNames: ["verdict"],
+      registers,
+    });
+    const pool = (read: (stats: CpuPoolStats) => number) =>
+      async function collect(this: Gauge) {
+        const stats = metrics.#cpuPool?.();
+        if (stats !== undefined) this.set(read(stats));
+      };
+    this.cpuPoolQueueSize = new Gauge({
+      name: "receiptd_cpu_pool_queue_size",
+      help: "Tasks waiting for a worker thread of the CPU pool (beyond CPU_MAX_QUEUE requests get 503 overloaded).",
+      registers,
+      collect: pool((stats) => stats.queueSize),
+    });
+    this.cpuPoolUtilization = new Gauge({
+      name: "receiptd_cpu_pool_utilization",
+      help: "Utilisation of the CPU pool since it started (Piscina: mean task run time over capacity, 0-1).",
+      registers,
+      collect: pool((stats) => stats.utilization),
+    });
+    this.cpuPoolThreads = new Gauge({
+      name: "receiptd_cpu_pool_threads",
+      help: "Worker threads of the CPU pool (CPU_THREADS).",
+      registers,
+      collect: pool((stats) => stats.threads),
+    });
+    this.digestCache = new Counter({
+      name: "receiptd_digest_cache_requests_total",
+      help: "Digest cache lookups of POST /verify?cache=1 by result (hit, miss, error: the cache could not be read).",
+      labelNames: ["result"],
+      registers,
+    });
+    this.capRefusals = new Counter({
+      name: "receiptd_cap_refusals_total",
+      help: "Requests refused with 429 daily_cap_reached, by the kind of bucket (anonymous, key, x402).",
+      labelNames: ["bucket"],
+      registers,
+    });
+    this.payments = new Counter({
+      name: "receiptd_x402_payments_total",
+      help: "x402 payments presented, by outcome (invalid, replayed, capped, unavailable, declined, failed, abandoned, settled).",
+      labelNames: ["outcome"],
+      registers,
+    });
+    // Zeros from the start, so that rates and alerts see every series before its first event.
+    for (const verdict of VERDICTS) this.verdicts.inc({ verdict }, 0);
+    for (const result of DIGEST_CACHE_RESULTS) this.digestCache.inc({ result }, 0);
+    for (const bucket of CAP_BUCKETS) this.capRefusals.inc({ bucket }, 0);
+    for (const outcome of PAYMENT_OUTCOMES) this.payments.inc({ outcome }, 0);
+  }
+
+  /** The CPU pool whose figures scrapes report. */
+  observeCpuPool(stats: () => CpuPoolStats): void {
+    this.#cpuPool = stats;
+  }
+
+  /** Counts a worker's tally of the verdicts of one request. */
+  countVerdicts(tally: Partial<Record<Verdict, number>> | undefined): void {
+    if (tally === undefined) return;
+    for (const verdict of VERDICTS) {
+      const count = tally[verdict];
+      if (count !== undefined && count > 0) this.verdicts.inc({ verdict }, count);
+    }
+  }
+}

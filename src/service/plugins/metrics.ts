@@ -1,0 +1,20 @@
+/**
+ * Request durations for `/metrics`, labelled by route pattern and status: `onResponse` runs
+ * once per answered request, refusals from the access plugin and the error handler included.
+ */
+import type { FastifyInstance } from "fastify";
+import { UNMATCHED_ROUTE } from "../../metrics/metrics.js";
+
+export function registerRequestMetrics(app: FastifyInstance): void {
+  app.addHook("onResponse", async (request, reply) => {
+    app.metrics.requestDuration.observe(
+      {
+        method: request.method,
+        // The pattern (`/anchors/:digest`), never the URL: label values stay bounded.
+        route: request.routeOptions.url ?? UNMATCHED_ROUTE,
+        status: reply.statusCode,
+      },
+      reply.elapsedTime / 1000,
+    );
+  });
+}
