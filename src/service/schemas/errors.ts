@@ -45,17 +45,3 @@ export function codesByStatus(codes: Iterable<ErrorCode>): Map<number, ErrorCode
 export function describeCodes(codes: readonly string[]): string {
   return codes.map((code) => `\`${code}\``).join(", ");
 }
-
-/**
- * Response schemas for refusals with `codes`: one per status the table gives them, its
- * description naming the codes. A code's status is never written by hand.
- */
-export function errorResponses(
-  codes: readonly ErrorCode[],
-): Record<number, typeof errorResponseSchema & { description: string }> {
-  const responses: Record<number, typeof errorResponseSchema & { description: string }> = {};
-  for (const [status, group] of codesByStatus(codes)) {
-    responses[status] = { ...errorResponseSchema, description: describeCodes(group) };
-  }
-  return responses;
-}
