@@ -37,6 +37,7 @@ import { verifyReceiptRoutes } from "./endpoints/verify-receipt/route.js";
 import { ConnectionGuard, registerConnectionHooks } from "./http/connections.js";
 import { loadOrCreateInternalToken } from "./internal-token.js";
 import { registerAccessControl } from "./plugins/access.js";
+import { registerCors } from "./plugins/cors.js";
 import { handleFrameworkError, registerErrorHandling } from "./plugins/errors.js";
 import { loggingOptions } from "./plugins/logging.js";
 import { registerRequestMetrics } from "./plugins/metrics.js";
@@ -196,6 +197,7 @@ export async function buildApp(
   registerErrorHandling(app);
   registerConnectionHooks(app);
   registerRawBodyParser(app);
+  await registerCors(app, config.cors);
   registerAccessControl(app, access);
   registerSchemaValidation(app);
 

@@ -126,12 +126,45 @@ export interface ServiceConfig {
    * `POST /mcp` (normalised `scheme://host[:port]`).
    */
   mcpAllowedOrigins: string[];
+  /** Browser access to the HTTP API (`CORS_ORIGINS`, issue 14). */
+  cors: CorsConfig;
+  /**
+   * The server `/openapi.json` names: `PUBLIC_BASE_URL` when it is set, else `/` (relative:
+   * the origin the document was fetched from).
+   */
+  openApiServerUrl: string;
   limits: ServiceLimits;
   cpuPool: CpuPoolConfig;
   http: HttpServerConfig;
   /** The `/metrics` listener (`METRICS_PORT`, `METRICS_HOST`, `METRICS_TOKEN`), or null: off. */
   metrics: MetricsListenerConfig | null;
 }
+
+// ---- CORS and the OpenAPI server (issue 14) ------------------------------------------------
+
+/**
+ * `CORS_ORIGINS`: the browser origins that may call the API, comma-separated
+ * (`https://app.example,http://localhost:5173`), or `*` for any origin. Empty (the default)
+ * leaves CORS off: browsers get no CORS headers, as before. No credentials mode is ever
+ * offered (the API takes keys in headers, never cookies), which is what makes `*` safe.
+ * `CORS_MAX_AGE_SECONDS` (default 600): how long a browser may cache a preflight.
+ */
+export interface CorsConfig {
+  origins: string[] | "*";
+  maxAgeSeconds: number;
+}
+
+function corsFrom(env: Env): CorsConfig {
+  const maxAgeSeconds = integerFrom(env, "CORS_MAX_AGE_SECONDS", 600, 0, 86_400);
+  const text = env.CORS_ORIGINS?.trim() ?? "";
+  if (text === "*") return { origins: "*", maxAgeSeconds };
+  if (text.split(",").some((entry) => entry.trim() === "*")) {
+    throw new ConfigError("CORS_ORIGINS is either '*' alone or a list of origins");
+  }
+  return { origins: originsFrom(env, "CORS_ORIGINS"), maxAgeSeconds };
+}
+
+// ---------------------------------------------------------------------------------------------
 
 export interface ConfigOverrides
   extends Partial<Omit<ServiceConfig, "limits" | "cpuPool" | "http">> {
@@ -286,7 +319,7 @@ function httpServerFrom(env: Env): HttpServerConfig {
   };
 }
 
-/** `MCP_ALLOWED_ORIGINS`: a comma-separated list of `http(s)://host[:port]` origins. */
+/** `MCP_ALLOWED_ORIGINS`, `CORS_ORIGINS`: comma-separated `http(s)://host[:port]` origins. */
 function originsFrom(env: Env, name: string): string[] {
   const text = env[name];
   if (!text) return [];
@@ -408,6 +441,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     databaseUrl: urlFrom(env, "DATABASE_URL"),
     databaseSchema: env.DATABASE_SCHEMA || "receiptd",
     mcpAllowedOrigins: originsFrom(env, "MCP_ALLOWED_ORIGINS"),
+    cors: corsFrom(env),
+    openApiServerUrl: env.PUBLIC_BASE_URL || "/",
     ...rest,
     limits: mergedLimits,
     cpuPool: { ...cpuPoolFrom(env), ...cpuPool },

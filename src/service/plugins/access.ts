@@ -38,6 +38,7 @@ import type { SettlementCall } from "../../payments/settlement-receipt.js";
 import type { ServiceLimits } from "../config.js";
 import { sendAnswer } from "../errors.js";
 import { headerCount } from "../http/connections.js";
+import { CORS_PREFLIGHT_ROUTE } from "./cors.js";
 import {
   type AccessRefusal,
   accessRefusal,
@@ -106,9 +107,10 @@ const DOCS = "README.md#access-and-payments";
 
 /**
  * Routes whose calls are not counted: the load balancer's health checks would otherwise
- * spend the anonymous bucket and take the service out of rotation at the cap.
+ * spend the anonymous bucket and take the service out of rotation at the cap; a browser's
+ * CORS preflight is the browser asking, not the caller's call.
  */
-const UNCOUNTED_ROUTES = new Set(["/health"]);
+const UNCOUNTED_ROUTES = new Set(["/health", CORS_PREFLIGHT_ROUTE]);
 
 function missingKey(): AccessRefusal {
   return accessRefusal(

@@ -228,12 +228,12 @@ export async function mcpRoutes(app: FastifyInstance) {
   for (const location of CARD_LOCATIONS) {
     app.get(
       location.url,
-      { schema: serverCardSchema, config: { access: "keyless" } },
+      { schema: serverCardSchema, config: { access: "keyless", cors: false } },
       async (request, reply) => sendServerCard(request, reply, location.type),
     );
     app.options(
       location.url,
-      { schema: preflightSchema, config: { access: "keyless" } },
+      { schema: preflightSchema, config: { access: "keyless", cors: false } },
       async (_request, reply) =>
         reply
           .code(204)
