@@ -13,6 +13,7 @@ import {
 import type { DigestCache } from "../cache/digest-cache.js";
 import { loadCorpusSummary } from "../conformance/corpus.js";
 import { loadOrCreateValidatorKey } from "../erc8004/validator-key.js";
+import { RedisOutages } from "../redis/outages.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { createAccessServices } from "./access-services.js";
 import { type Backends, openBackends, openQueues } from "./backends.js";
@@ -115,7 +116,9 @@ export async function buildApp(
   app.decorate("clock", clock);
   // Opened before the worker threads, so that a store that cannot be reached at startup
   // fails the start cleanly instead of leaving threads behind.
-  const backends = await openBackends(config, { clock, log: app.log });
+  // One per process: the shared Redis connection and the queues' report one outage once.
+  const outages = new RedisOutages(app.log);
+  const backends = await openBackends(config, { clock, log: app.log, outages });
   const { documentStore } = backends;
   app.decorate("documentStore", documentStore);
   app.decorate("digestCache", backends.digestCache);
@@ -138,7 +141,7 @@ export async function buildApp(
     documentStore,
     signer: () => identity.signer(),
     clock,
-    log: app.log,
+    outages,
   });
   const settlementsQueue = queues.settlements;
   app.decorate("anchorsQueue", queues.anchors);
