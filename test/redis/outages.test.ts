@@ -60,7 +60,7 @@ describe("RedisOutages", () => {
     const release = outages.watch(closed);
     release();
     closed.emit("close");
-    assert.deepEqual(lines, []);
+    assert.equal(lines.length, 0);
     const ended = new EventEmitter();
     outages.watch(ended);
     ended.emit("error", refused());
