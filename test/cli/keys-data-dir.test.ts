@@ -13,12 +13,18 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { writeServerFile } from "../../src/service/server-file.js";
 import { loadOrCreateServiceKey } from "../../src/service/service-key.js";
 
 const RECEIPTD = fileURLToPath(new URL("../../src/cli/receiptd.ts", import.meta.url));
-const run = promisify(execFile);
+function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, args, { env }, (error, stdout, stderr) => {
+      if (error) reject(error);
+      else resolve({ stdout, stderr });
+    });
+  });
+}
 
 describe("receiptd keys create: which DATA_DIR, and is a server on it", () => {
   let dataDir: string;
@@ -50,9 +56,8 @@ describe("receiptd keys create: which DATA_DIR, and is a server on it", () => {
   async function create(env: Record<string, string> = {}) {
     names += 1;
     const { stdout, stderr } = await run(
-      process.execPath,
       ["--import", "tsx", RECEIPTD, "keys", "create", "--name", `k${names}`, "--key-only"],
-      { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "", RECEIPTD_URL: "", ...env } },
+      { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "", RECEIPTD_URL: "", ...env },
     );
     assert.match(stdout, /^svc_[0-9a-f]{48}\n$/, "--key-only prints the key alone");
     return stderr.split("\n").filter((line) => line !== "");
