@@ -16,6 +16,7 @@
 import { Job, Queue, QueueEvents } from "bullmq";
 import { Redis } from "ioredis";
 import { CLOSE_GRACE_MS, settleWithin } from "../src/redis/connection.js";
+import type { RedisOutages } from "../src/redis/outages.js";
 import {
   assertJobId,
   JobFailedError,
@@ -37,8 +38,12 @@ export interface BullMqQueueOptions extends JobQueueOptions {
   attempts?: number;
   /** First retry delay; each later one doubles (BullMQ exponential backoff). */
   backoffMs?: number;
-  /** Called with connection errors (ioredis emits them while it reconnects). */
-  onError?: (error: Error) => void;
+  /**
+   * The process's Redis outage log: it follows this queue's connections, so that an outage
+   * is one line however many connections see it. Without it, connection errors are ignored
+   * (the submissions that fail report them).
+   */
+  outages?: RedisOutages;
 }
 
 export const DEFAULT_ATTEMPTS = 5;
@@ -67,6 +72,7 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
   readonly #waiters = new Map<string, Set<Settle<Result>>>();
   readonly #adding = new Set<Promise<unknown>>();
   #events: Promise<QueueEvents> | undefined;
+  readonly #unwatch: (() => void)[];
   #closing: Promise<void> | undefined;
 
   constructor(
@@ -74,17 +80,21 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     options: BullMqQueueOptions,
   ) {
     this.#prefix = options.prefix;
-    const onError = options.onError ?? (() => {});
     this.#client = new Redis(options.redisUrl, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
     });
-    this.#client.on("error", onError);
     // QueueEvents blocks on XREAD: its own connection, which may wait as long as it needs.
     this.#eventsClient = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
-    this.#eventsClient.on("error", onError);
     this.#queue = new Queue(name, { connection: this.#client, prefix: options.prefix });
-    this.#queue.on("error", onError);
+    // An `error` listener must exist on each emitter (an unhandled one would end the process).
+    const ignore = () => {};
+    const outages = options.outages;
+    this.#unwatch = [this.#client, this.#eventsClient].map((client, index) => {
+      client.on("error", ignore);
+      return outages?.watch(client, `queue:${name}:${index}`) ?? (() => {});
+    });
+    this.#queue.on("error", (error) => outages?.report(error));
     const retain = options.retainCompleted ?? DEFAULT_RETAIN_COMPLETED;
     this.#jobOptions = {
       attempts: options.attempts ?? DEFAULT_ATTEMPTS,
@@ -235,6 +245,7 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     for (const [jobId, waiters] of [...this.#waiters]) {
       for (const settle of [...waiters]) settle({ state: "pending", jobId });
     }
+    for (const unwatch of this.#unwatch) unwatch();
     await settleWithin(
       (async () => {
         const events = await this.#events?.catch(() => undefined);

@@ -6,6 +6,7 @@
  */
 import { type Job, UnrecoverableError, Worker } from "bullmq";
 import { Redis } from "ioredis";
+import { RedisOutages } from "../src/redis/outages.js";
 import type { DocumentStore } from "../src/storage/document-store.js";
 import type { Ed25519Signer } from "../src/verifier/crypto/ed25519.js";
 import { ANCHORS_QUEUE, anchorsProcessor } from "./anchors.js";
@@ -36,6 +37,12 @@ export interface BullMqWorkerOptions {
   log: WorkerLog;
   /** Told about each failed run of a job; `final` when no attempt is left (`/metrics`). */
   onFailed?: (queue: string, final: boolean) => void;
+  /**
+   * The process's Redis outage log: one line when Redis goes away (with the cause) and one
+   * when it is back, whatever the number of connections and reconnect attempts in between.
+   * Share one among the workers of a process; by default each writes its own to `log`.
+   */
+  outages?: RedisOutages;
 }
 
 export const DEFAULT_WORKER_CONCURRENCY = 8;
@@ -54,6 +61,7 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
 {
   readonly #connection: Redis;
   readonly #worker: Worker<Payload, Result>;
+  readonly #unwatch: () => void;
 
   constructor(
     readonly name: string,
@@ -61,10 +69,12 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
     options: BullMqWorkerOptions,
   ) {
     const { log } = options;
+    const outages = options.outages ?? outagesLoggedTo(log);
     const isPermanent = options.isPermanent ?? (() => false);
     // Workers wait on Redis as long as it takes (BullMQ requires maxRetriesPerRequest: null).
     this.#connection = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
-    this.#connection.on("error", (error) => log.warn({ queue: name, err: error.message }, "redis"));
+    this.#connection.on("error", () => {});
+    this.#unwatch = outages.watch(this.#connection, `worker:${name}`);
     this.#worker = new Worker<Payload, Result>(
       name,
       async (job: Job<Payload, Result>) => {
@@ -83,7 +93,10 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
         stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
       },
     );
-    this.#worker.on("error", (error) => log.error({ queue: name, err: error.message }, "worker"));
+    // BullMQ's own blocking connection reports here too: connection errors are the outage's.
+    this.#worker.on("error", (error) => {
+      if (!outages.report(error)) log.error({ queue: name, err: error.message }, "worker");
+    });
     this.#worker.on("failed", (job, error) => {
       // An UnrecoverableError (isPermanent) ends the job whatever attempts are left.
       const final =
@@ -116,8 +129,16 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
     const closed = this.#worker.close().then(() => false);
     if (await Promise.race([closed, timedOut])) await this.#worker.close(true);
     clearTimeout(timer);
+    this.#unwatch();
     this.#connection.disconnect();
   }
+}
+
+function outagesLoggedTo(log: WorkerLog): RedisOutages {
+  return new RedisOutages({
+    warn: (message) => log.warn({}, message),
+    info: (message) => log.info({}, message),
+  });
 }
 
 export interface ReceiptdWorkersOptions extends Omit<BullMqWorkerOptions, "isPermanent"> {
@@ -128,7 +149,8 @@ export interface ReceiptdWorkersOptions extends Omit<BullMqWorkerOptions, "isPer
 
 /** The workers of `receiptd worker`: one per queue the web processes feed. */
 export function startReceiptdWorkers(options: ReceiptdWorkersOptions): QueueWorker[] {
-  const { store, signer, ...workerOptions } = options;
+  const { store, signer, ...rest } = options;
+  const workerOptions = { ...rest, outages: rest.outages ?? outagesLoggedTo(rest.log) };
   const anchors = new BullMqWorker(ANCHORS_QUEUE, anchorsProcessor(store), workerOptions);
   const settlements = new BullMqWorker(SETTLEMENTS_QUEUE, settlementsProcessor(store, signer), {
     ...workerOptions,

@@ -16,12 +16,15 @@ import {
   KeyStore,
   KeyStoreError,
 } from "../access/api-keys.js";
-import { ConfigError, loadConfig } from "../service/config.js";
+import { ConfigError, loadConfig, type ServiceConfig } from "../service/config.js";
+import { readServerFile, serverFilePath, serverLiveness } from "../service/server-file.js";
+import { serviceKeyPath, signerFromPem } from "../service/service-key.js";
+import { readIfPresent } from "../storage/atomic-file.js";
 import { DocumentStoreUnavailableError } from "../storage/document-store.js";
 import { openDocumentStore } from "../storage/open.js";
 import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
 
-export const USAGE = `usage: receiptd keys create --name NAME [--cap N] [--plan PLAN] [--json]
+export const USAGE = `usage: receiptd keys create --name NAME [--cap N] [--plan PLAN] [--json | --key-only]
        receiptd keys list [--json]
        receiptd keys revoke <KEY or NAME>`;
 
@@ -31,6 +34,10 @@ Manages the API keys in DATA_DIR (./data).
   create  makes a key and prints it once (with its id); only its SHA-256 is stored.
           NAME is unique among keys that are not revoked; --cap is the key's daily cap
           (default: KEY_DAILY_CAP at request time); --plan is a label (default ${DEFAULT_PLAN}).
+          --key-only prints nothing but the key (KEY=$(receiptd keys create … --key-only)).
+          On stderr it says which DATA_DIR it used and whether a server runs on it (from
+          DATA_DIR/server.json), and warns when none does; with RECEIPTD_URL set it also
+          compares that server's issuer (GET /info) with DATA_DIR's service key.
   list    shows every key (id, name, plan, cap, created, revoked); never the key itself.
   revoke  revokes the key given in clear, or the unrevoked key with that name. Running
           servers refuse it within ${KEY_CACHE_MS} ms; the command returns after that.
@@ -88,7 +95,81 @@ function parseCap(text: string | undefined): number | undefined {
   return cap;
 }
 
-async function create(argv: string[], keys: KeyStore, io: CliIo): Promise<number> {
+interface KeysContext {
+  config: ServiceConfig;
+  env: Env;
+}
+
+/** How long `keys create` waits for RECEIPTD_URL's `/info` before it gives up checking. */
+const INFO_TIMEOUT_MS = 3000;
+
+async function issuerOf(dataDir: string): Promise<string | null> {
+  const path = serviceKeyPath(dataDir);
+  const pem = await readIfPresent(path);
+  return pem === null ? null : signerFromPem(pem.toString("utf8"), path).did;
+}
+
+async function issuerAt(url: string): Promise<string> {
+  const response = await fetch(new URL("/info", url), {
+    signal: AbortSignal.timeout(INFO_TIMEOUT_MS),
+  });
+  if (!response.ok) throw new Error(`GET /info answered ${response.status}`);
+  const info = (await response.json()) as { issuer?: unknown };
+  if (typeof info.issuer !== "string") throw new Error("GET /info names no issuer");
+  return info.issuer;
+}
+
+/**
+ * Where the key went and whether the server the operator means will know it (issue 14: a key
+ * made in another directory's ./data got 401 with no hint why). Only the server's DATA_DIR
+ * (or its PostgreSQL store) knows a key, so the command says which one it used, names the
+ * server running on it (DATA_DIR/server.json), and warns when none runs there or when the
+ * server at RECEIPTD_URL signs with another DATA_DIR's key.
+ */
+export async function dataDirNotes(context: KeysContext): Promise<string[]> {
+  const { config, env } = context;
+  const { dataDir } = config;
+  const notes = [
+    config.databaseUrl === null
+      ? `DATA_DIR: ${dataDir}`
+      : `DATA_DIR: ${dataDir} (keys are stored in PostgreSQL, DATABASE_URL)`,
+  ];
+  const server = await readServerFile(dataDir);
+  const liveness = server === null ? null : serverLiveness(server);
+  if (server !== null && liveness === "running") {
+    notes.push(`server: ${server.url} (pid ${server.pid}) runs on this DATA_DIR`);
+  } else if (server !== null && liveness === "unknown") {
+    notes.push(`server: ${server.url} on host ${server.hostname} last started on this DATA_DIR`);
+  } else if (config.databaseUrl === null) {
+    notes.push(
+      `warning: no receiptd serve is running on this DATA_DIR (${server === null ? `no ${serverFilePath(dataDir)}` : `pid ${server.pid} has exited`}). A server started with another DATA_DIR (its ./data is relative to where it was started) will refuse this key with 401; set DATA_DIR to the server's.`,
+    );
+  }
+  const url = env.RECEIPTD_URL;
+  if (url) {
+    try {
+      const [theirs, ours] = await Promise.all([issuerAt(url), issuerOf(dataDir)]);
+      if (theirs === ours) {
+        notes.push(`server: ${url} signs with this DATA_DIR's service key`);
+      } else {
+        notes.push(
+          `warning: the server at RECEIPTD_URL ${url} signs as ${theirs}, but this DATA_DIR's service key is ${ours ?? "missing"}: it does not use this DATA_DIR, and will refuse this key with 401 unless both share one PostgreSQL store.`,
+        );
+      }
+    } catch (error) {
+      const cause = error instanceof Error ? error.message : String(error);
+      notes.push(`warning: cannot check RECEIPTD_URL ${url}: ${cause}`);
+    }
+  }
+  return notes;
+}
+
+async function create(
+  argv: string[],
+  keys: KeyStore,
+  io: CliIo,
+  context: KeysContext,
+): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
@@ -96,16 +177,25 @@ async function create(argv: string[], keys: KeyStore, io: CliIo): Promise<number
       cap: { type: "string" },
       plan: { type: "string" },
       json: { type: "boolean" },
+      "key-only": { type: "boolean" },
     },
     allowPositionals: true,
   });
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
   if (values.name === undefined) throw new UsageError("keys create needs --name");
+  if (values.json && values["key-only"]) {
+    throw new UsageError("--json and --key-only exclude each other");
+  }
   const { key, record } = await keys.create({
     name: values.name,
     plan: values.plan,
     dailyCap: parseCap(values.cap),
   });
+  for (const note of await dataDirNotes(context)) io.stderr(`${note}\n`);
+  if (values["key-only"]) {
+    io.stdout(`${key}\n`);
+    return 0;
+  }
   if (values.json) {
     io.stdout(`${JSON.stringify({ key, ...keyJson(record, keys.defaultDailyCap) })}\n`);
     return 0;
@@ -180,7 +270,10 @@ async function revoke(argv: string[], keys: KeyStore, io: CliIo): Promise<number
   }
 }
 
-const ACTIONS: Record<string, (argv: string[], keys: KeyStore, io: CliIo) => Promise<number>> = {
+const ACTIONS: Record<
+  string,
+  (argv: string[], keys: KeyStore, io: CliIo, context: KeysContext) => Promise<number>
+> = {
   create,
   list,
   revoke,
@@ -209,6 +302,7 @@ export async function main(
         rest,
         new KeyStore(store, { defaultDailyCap: config.limits.keyDailyCap }),
         io,
+        { config, env },
       );
     } finally {
       await store.close();

@@ -4,6 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, type ServiceConfig } from "../service/config.js";
+import { environmentHelp } from "../service/config-reference.js";
 import { startServer } from "../service/server.js";
 import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
 
@@ -12,10 +13,11 @@ export const USAGE = "usage: receiptd serve [--host HOST] [--port PORT]";
 const HELP = `${USAGE}
 
 Runs the verification service until SIGTERM or SIGINT (a second signal stops at once).
-Environment: HOST (127.0.0.1), PORT (8080), DATA_DIR (./data), LOG_LEVEL (info), CORPUS_DIR,
-MAX_BODY_BYTES (1048576), MAX_BATCH (50), CPU_THREADS (cores), CPU_MAX_QUEUE (32 per thread),
-ANON_DAILY_CAP, KEY_DAILY_CAP, X402_DAILY_CAP.
-`;
+It logs one startup line (mode, address, data dir, issuer, payments, corpus, metrics) and
+writes DATA_DIR/server.json, which \`receiptd keys create\` reads to tell whether it shares
+this server's DATA_DIR.
+
+${environmentHelp("serve")}`;
 
 function parseCommandLine(argv: string[]) {
   return parseArgs({

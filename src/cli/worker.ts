@@ -6,24 +6,21 @@
  */
 import { parseArgs } from "node:util";
 import { ANCHORS_QUEUE } from "../../queues/anchors.js";
-import {
-  type QueueWorker,
-  startReceiptdWorkers,
-  type WorkerLog,
-} from "../../queues/bullmq-worker.js";
+import { type QueueWorker, startReceiptdWorkers } from "../../queues/bullmq-worker.js";
 import { SETTLEMENTS_QUEUE } from "../../queues/settlements.js";
 import type { MetricsListenerConfig } from "../metrics/server.js";
 import { startWorkerMetrics } from "../metrics/worker.js";
 import {
   ConfigError,
-  type LogLevel,
   loadConfig,
   metricsListenerFrom,
   type ServiceConfig,
 } from "../service/config.js";
+import { environmentHelp } from "../service/config-reference.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "../service/service-key.js";
 import { openDocumentStore } from "../storage/open.js";
 import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
+import { jsonLog } from "./json-log.js";
 
 export const USAGE = "usage: receiptd worker";
 
@@ -31,12 +28,10 @@ const HELP = `${USAGE}
 
 Runs the anchors and settlements queue workers until SIGTERM or SIGINT: it then takes no more
 jobs and lets active ones finish (at most WORKER_SHUTDOWN_MS), and a second signal stops at once.
-Environment: REDIS_URL (required), REDIS_PREFIX (receiptd), DATA_DIR (./data: document store and
-service key), LOG_LEVEL (info), WORKER_CONCURRENCY (8 jobs per queue),
-WORKER_LOCK_DURATION_MS (30000) and WORKER_STALLED_INTERVAL_MS (30000): a crashed worker's jobs
-are taken over within about their sum; WORKER_SHUTDOWN_MS (25000); WORKER_METRICS_PORT (unset:
-no /metrics), METRICS_HOST (127.0.0.1), METRICS_TOKEN (docs/operations.md).
-`;
+REDIS_URL is required. A crashed worker's jobs are taken over within about
+WORKER_LOCK_DURATION_MS + WORKER_STALLED_INTERVAL_MS.
+
+${environmentHelp("worker")}`;
 
 interface WorkerSettings {
   concurrency: number;
@@ -61,18 +56,6 @@ function workerSettings(env: NodeJS.ProcessEnv): WorkerSettings {
     stalledIntervalMs: positiveInteger(env, "WORKER_STALLED_INTERVAL_MS", 30_000),
     shutdownMs: positiveInteger(env, "WORKER_SHUTDOWN_MS", 25_000),
   };
-}
-
-const LEVELS: LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal"];
-
-/** JSON lines on stderr, in the shape of the web process's pino logs. */
-function jsonLog(level: LogLevel, io: CliIo): WorkerLog {
-  const threshold = level === "silent" ? Number.POSITIVE_INFINITY : LEVELS.indexOf(level);
-  const write = (name: LogLevel) => (details: object, msg: string) => {
-    if (LEVELS.indexOf(name) < threshold) return;
-    io.stderr(`${JSON.stringify({ level: name, time: Date.now(), ...details, msg })}\n`);
-  };
-  return { info: write("info"), warn: write("warn"), error: write("error") };
 }
 
 /** Resolves after a signal once the workers have stopped. */
@@ -106,7 +89,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     io.stderr("error: receiptd worker needs REDIS_URL: it consumes the BullMQ queues in Redis\n");
     return 2;
   }
-  const log = jsonLog(config.logLevel, io);
+  const log = jsonLog(config.logLevel, io.stdout);
   await loadOrCreateServiceKey(config.dataDir);
   const identity = ServiceIdentity.open(config.dataDir);
   const metrics = await startWorkerMetrics({
@@ -130,7 +113,20 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     onFailed: metrics.onFailed,
   });
   await Promise.all(workers.map((worker) => worker.ready()));
-  log.info({ queues: workers.map((worker) => worker.name) }, "worker ready");
+  // The one startup line: what an operator checks first (the URL itself is never logged).
+  log.info(
+    {
+      mode: "distributed",
+      queues: workers.map((worker) => worker.name),
+      dataDir: config.dataDir,
+      issuer: identity.signer().did,
+      redisPrefix: config.redisPrefix,
+      database: config.databaseUrl === null ? "off" : "on",
+      concurrency: settings.concurrency,
+      metrics: "off",
+    },
+    "worker ready",
+  );
   await stopSignal();
   log.info({}, "worker stopping");
   await stop(workers, settings.shutdownMs);

@@ -11,6 +11,7 @@
  */
 import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
+import { type RedisLog, RedisOutages } from "./outages.js";
 
 /** How long a close waits for Redis to acknowledge before it drops the connection. */
 export const CLOSE_GRACE_MS = 5_000;
@@ -31,11 +32,7 @@ export async function settleWithin(work: Promise<unknown>, ms: number): Promise<
   clearTimeout(timer);
 }
 
-/** What the connection logs: state changes only, never keys, values or the URL. */
-export interface RedisLog {
-  warn(message: string): void;
-  info(message: string): void;
-}
+export type { RedisLog } from "./outages.js";
 
 export interface RedisConnectionOptions {
   /** `REDIS_URL` (redis:// or rediss://). Never logged: it may carry a password. */
@@ -43,6 +40,11 @@ export interface RedisConnectionOptions {
   /** `REDIS_PREFIX`; a `:` is appended unless it already ends with one. */
   prefix: string;
   log?: RedisLog;
+  /**
+   * The process's outage log, shared with its queue connections so that one outage is one
+   * line; by default one of its own writing to `log`.
+   */
+  outages?: RedisOutages;
   /** Milliseconds to establish a connection (default 2000). */
   connectTimeoutMs?: number;
   /** Milliseconds a command may take before it fails (default 1000). */
@@ -77,17 +79,8 @@ function reconnectDelay(attempt: number): number {
   return Math.min(100 * attempt, 2000);
 }
 
-/** A content-free description of a connection error: its code or class, never its message. */
-function errorKind(error: unknown): string {
-  if (error instanceof Error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return typeof code === "string" ? code : error.name;
-  }
-  return "unknown";
-}
-
 export function openRedis(options: RedisConnectionOptions): RedisConnection {
-  const log = options.log ?? silent;
+  const outages = options.outages ?? new RedisOutages(options.log ?? silent);
   const client = new Redis(options.url, {
     connectionName: options.name ?? "receiptd",
     connectTimeout: options.connectTimeoutMs ?? 2000,
@@ -99,22 +92,9 @@ export function openRedis(options: RedisConnectionOptions): RedisConnection {
     autoResendUnfulfilledCommands: false,
     retryStrategy: reconnectDelay,
   });
-  // An outage is logged when it starts and when it ends, not once per reconnect attempt. A
-  // dropped connection may close without any error, so a close we did not ask for counts.
-  let down = false;
+  // An outage is logged when it starts and when it ends, not once per reconnect attempt.
+  const unwatch = outages.watch(client, options.name ?? "receiptd");
   let closed = false;
-  const markDown = (kind: string) => {
-    if (down || closed) return;
-    down = true;
-    log.warn(`redis unavailable (${kind}); retrying in the background`);
-  };
-  client.on("error", (error: unknown) => markDown(errorKind(error)));
-  client.on("close", () => markDown("connection closed"));
-  client.on("ready", () => {
-    if (!down) return;
-    down = false;
-    log.info("redis available again");
-  });
   return {
     client,
     prefix: normalisePrefix(options.prefix),
@@ -142,6 +122,7 @@ export function openRedis(options: RedisConnectionOptions): RedisConnection {
     async close() {
       if (closed) return;
       closed = true;
+      unwatch();
       // QUIT waits for Redis; a connection caught mid-reconnect may never get an answer, and a
       // shutdown must not wait for one. Whatever happened, stop reconnecting.
       await settleWithin(client.quit(), CLOSE_GRACE_MS);

@@ -15,6 +15,7 @@ import { loadCorpusSummary } from "../conformance/corpus.js";
 import { loadOrCreateValidatorKey } from "../erc8004/validator-key.js";
 import { ServiceMetrics } from "../metrics/metrics.js";
 import { observeDocumentStore } from "../metrics/observe.js";
+import { RedisOutages } from "../redis/outages.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { createAccessServices } from "./access-services.js";
 import { type Backends, openBackends, openQueues } from "./backends.js";
@@ -123,7 +124,9 @@ export async function buildApp(
   app.decorate("metrics", metrics);
   // Opened before the worker threads, so that a store that cannot be reached at startup
   // fails the start cleanly instead of leaving threads behind.
-  const backends = await openBackends(config, { clock, log: app.log });
+  // One per process: the shared Redis connection and the queues' report one outage once.
+  const outages = new RedisOutages(app.log);
+  const backends = await openBackends(config, { clock, log: app.log, outages });
   const documentStore = observeDocumentStore(backends.documentStore, (operation, kind) =>
     metrics.storeErrors.inc({ operation, kind }),
   );
@@ -149,7 +152,7 @@ export async function buildApp(
     documentStore,
     signer: () => identity.signer(),
     clock,
-    log: app.log,
+    outages,
   });
   const settlementsQueue = queues.settlements;
   const queueStats = await openQueueStats(config, app.log);

@@ -27,6 +27,7 @@ import type { DigestCache } from "../cache/digest-cache.js";
 import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
 import { MemoryNonceLedger, type NonceLedger } from "../payments/nonce-ledger.js";
 import type { RedisConnection, RedisLog } from "../redis/connection.js";
+import type { RedisOutages } from "../redis/outages.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { openDocumentStore } from "../storage/open.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
@@ -58,9 +59,9 @@ async function storeHealth(store: DocumentStore): Promise<DependencyHealth> {
 
 export async function openBackends(
   config: ServiceConfig,
-  options: { clock: () => number; log: RedisLog },
+  options: { clock: () => number; log: RedisLog; outages?: RedisOutages },
 ): Promise<Backends> {
-  const { clock, log } = options;
+  const { clock, log, outages } = options;
   const documentStore = await openDocumentStore(config);
   const cacheLimits = {
     ttlSeconds: config.limits.digestCacheTtlSeconds,
@@ -87,7 +88,7 @@ export async function openBackends(
     import("../redis/redis-digest-cache.js"),
     import("../redis/redis-nonce-ledger.js"),
   ]);
-  const redis = openRedis({ url: config.redisUrl, prefix: config.redisPrefix, log });
+  const redis = openRedis({ url: config.redisUrl, prefix: config.redisPrefix, log, outages });
   return backendsOf(config, documentStore, {
     redis,
     digestCache: new RedisDigestCache(redis, cacheLimits, clock),
@@ -142,10 +143,11 @@ export async function openQueues(
     documentStore: DocumentStore;
     signer: () => Ed25519Signer;
     clock: () => number;
-    log: RedisLog;
+    /** The process's outage log, shared with the Redis connection of `openBackends`. */
+    outages?: RedisOutages;
   },
 ): Promise<Queues> {
-  const { documentStore, signer, clock, log } = options;
+  const { documentStore, signer, clock, outages } = options;
   const redisUrl = config.redisUrl;
   if (redisUrl === null) {
     return queuesOf(
@@ -158,11 +160,7 @@ export async function openQueues(
     );
   }
   const { BullMqQueue } = await import("../../queues/bullmq-queue.js");
-  const connection = {
-    redisUrl,
-    prefix: config.redisPrefix,
-    onError: (error: Error) => log.warn(`queue connection error: ${error.name}`),
-  };
+  const connection = { redisUrl, prefix: config.redisPrefix, outages };
   return queuesOf(
     new BullMqQueue(ANCHORS_QUEUE, { ...connection, ...ANCHORS_QUEUE_OPTIONS }),
     new BullMqQueue(SETTLEMENTS_QUEUE, { ...connection, ...SETTLEMENTS_QUEUE_OPTIONS }),

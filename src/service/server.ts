@@ -2,10 +2,12 @@
  * Runs the app on a socket until SIGTERM or SIGINT, then shuts down gracefully: stop
  * accepting connections, answer the requests already in flight, close the CPU pool.
  */
+import { hostname } from "node:os";
 import type { FastifyInstance } from "fastify";
 import { startMetricsServer } from "../metrics/server.js";
 import { buildApp } from "./app.js";
 import { openFileLimit, type ServiceConfig } from "./config.js";
+import { removeServerFile, writeServerFile } from "./server-file.js";
 
 const SHUTDOWN_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 
@@ -37,6 +39,8 @@ export async function startServer(config: ServiceConfig): Promise<FastifyInstanc
   });
   app.addHook("onClose", async () => {
     for (const name of SHUTDOWN_SIGNALS) process.off(name, shutDown);
+    // Only when it still names this process: a later server on the same DATA_DIR owns it.
+    await removeServerFile(config.dataDir).catch(() => {});
   });
   try {
     await serveMetrics(app, config);
@@ -46,6 +50,19 @@ export async function startServer(config: ServiceConfig): Promise<FastifyInstanc
     throw error;
   }
   for (const name of SHUTDOWN_SIGNALS) process.on(name, shutDown);
+  const url = listeningUrl(app, config);
+  const summary = startupSummary(config, app.serviceIdentity.signer().did, url);
+  // Keeps the framework's wording, which scripts and tests wait for; the framework's own line
+  // is dropped (plugins/logging.ts) so that this is the one startup line.
+  app.log.info(summary, `Server listening at ${url}`);
+  await writeServerFile(config.dataDir, {
+    url,
+    pid: process.pid,
+    hostname: hostname(),
+    started_at: new Date().toISOString(),
+    issuer: summary.issuer,
+    mode: summary.mode,
+  });
   warnAboutFileLimit(app, config);
   return app;
 }
@@ -63,6 +80,44 @@ async function serveMetrics(app: FastifyInstance, config: ServiceConfig): Promis
   );
   app.addHook("onClose", async () => server.close());
   app.log.info({ url: `${server.url}/metrics` }, "metrics listening");
+}
+
+function listeningUrl(app: FastifyInstance, config: ServiceConfig): string {
+  const address = app.server.address();
+  const port = typeof address === "object" && address !== null ? address.port : config.port;
+  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+  return `http://${host}:${port}`;
+}
+
+export interface StartupSummary {
+  mode: "embedded" | "distributed";
+  address: string;
+  dataDir: string;
+  issuer: string;
+  /** `on`, `off`, or `refused` when offered without a facilitator to settle them. */
+  payments: "on" | "off" | "refused";
+  corpus: "on" | "off";
+  /** Whether `/metrics` has a listener of its own (`METRICS_PORT`). */
+  metrics: "on" | "off";
+  redis: "on" | "off";
+  database: "on" | "off";
+}
+
+/** What an operator needs to see at a glance that the process runs as intended. */
+export function startupSummary(config: ServiceConfig, issuer: string, url: string): StartupSummary {
+  const distributed = config.redisUrl !== null || config.databaseUrl !== null;
+  const { settings, facilitatorUrl } = config.payments;
+  return {
+    mode: distributed ? "distributed" : "embedded",
+    address: url,
+    dataDir: config.dataDir,
+    issuer,
+    payments: settings === null ? "off" : facilitatorUrl === null ? "refused" : "on",
+    corpus: config.corpusDir === null ? "off" : "on",
+    metrics: config.metrics === null ? "off" : "on",
+    redis: config.redisUrl === null ? "off" : "on",
+    database: config.databaseUrl === null ? "off" : "on",
+  };
 }
 
 /** Files beyond the connections: stores, logs, worker threads, refusals being answered. */

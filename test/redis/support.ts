@@ -87,8 +87,13 @@ export interface PrivateRedis {
   resume(): void;
 }
 
-/** A throwaway redis-server on a free port, without persistence. */
-export async function startPrivateRedis(): Promise<PrivateRedis> {
+/**
+ * A throwaway redis-server on a free port, without persistence; with `{ running: false }` the
+ * port is chosen but nothing listens on it until `start()` (Redis down from the beginning).
+ */
+export async function startPrivateRedis(
+  options: { running?: boolean } = {},
+): Promise<PrivateRedis> {
   const port = await freePort();
   let child: ChildProcess | null = null;
   const start = async () => {
@@ -114,7 +119,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const signal = (name: NodeJS.Signals) => () => {
     (child as ChildProcess | null)?.kill(name);
   };
-  await start();
+  if (options.running !== false) await start();
   return {
     url: `redis://127.0.0.1:${port}`,
     port,

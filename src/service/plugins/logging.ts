@@ -78,6 +78,16 @@ class AccessLogController extends LogController {
   }
 }
 
+/**
+ * Fastify logs a bare `Server listening at …` per address it listens on; server.ts logs one
+ * line with the same words and the whole startup state instead.
+ */
+function isFrameworkListeningLine(args: unknown[]): boolean {
+  return (
+    args.length === 1 && typeof args[0] === "string" && args[0].startsWith("Server listening at ")
+  );
+}
+
 export function loggingOptions(
   config: ServiceConfig,
 ): Pick<FastifyServerOptions, "logger" | "logController"> {
@@ -86,6 +96,14 @@ export function loggingOptions(
       level: config.logLevel,
       ...(config.logDestination ? { stream: config.logDestination } : {}),
       serializers: { req: requestSummary, res: replySummary, err: faultSummary },
+      // Level names, not numbers: the same format as `receiptd worker` (log-lines.ts).
+      formatters: { level: (label: string) => ({ level: label }) },
+      hooks: {
+        logMethod(args, method) {
+          if (isFrameworkListeningLine(args)) return;
+          method.apply(this, args);
+        },
+      },
     },
     logController: new AccessLogController(),
   };

@@ -1,0 +1,520 @@
+/**
+ * Every environment variable receiptd reads, in one table: the single source of `serve --help`,
+ * `worker --help`, `docs/configuration.md` and `.env.example` (`npm run docs:config` writes the
+ * two files). `test/service/config-reference.test.ts` fails when code under `src/` or `queues/`
+ * reads a variable that is not listed here, or when the committed files differ from what this
+ * module renders, so the reference cannot fall behind the code.
+ *
+ * Defaults come from the constants `config.ts` uses wherever one exists, so a changed default
+ * changes the documentation with it.
+ */
+import { DEFAULT_HTTP_TIMEOUTS, DEFAULT_LIMITS } from "./config.js";
+
+/** The programs that read a variable. `cli` is the operator commands (`receiptd keys`, …). */
+export type ConfigProcess = "serve" | "worker" | "cli" | "dev:facilitator";
+
+export type ConfigGroup =
+  | "Server"
+  | "Files and identity"
+  | "Distributed mode"
+  | "Access and limits"
+  | "Payments (x402)"
+  | "Connections"
+  | "Verification threads"
+  | "Worker"
+  | "Metrics"
+  | "Development";
+
+export interface ConfigVariable {
+  readonly name: string;
+  readonly group: ConfigGroup;
+  /** The value in force when the variable is unset or empty, as operators read it. */
+  readonly default: string;
+  readonly meaning: string;
+  readonly processes: readonly ConfigProcess[];
+  /**
+   * The value `.env.example` shows; the default (commented out) when absent. Never a real
+   * secret: examples are placeholders.
+   */
+  readonly example?: string;
+}
+
+const ALL: readonly ConfigProcess[] = ["serve", "worker", "cli"];
+const SERVE: readonly ConfigProcess[] = ["serve"];
+const WORKER: readonly ConfigProcess[] = ["worker"];
+const NONE = "unset";
+
+export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
+  // Server
+  {
+    name: "HOST",
+    group: "Server",
+    default: "127.0.0.1",
+    meaning: "Address to listen on (`serve --host` overrides it); `0.0.0.0` for all interfaces.",
+    processes: SERVE,
+  },
+  {
+    name: "PORT",
+    group: "Server",
+    default: "8080",
+    meaning: "Port to listen on (`serve --port` overrides it); 0 picks a free one.",
+    processes: SERVE,
+  },
+  {
+    name: "PUBLIC_BASE_URL",
+    group: "Server",
+    default: "http://HOST:PORT",
+    meaning:
+      "The service's public origin: names resources in x402 challenges and is the browser origin `POST /mcp` accepts. Never taken from a request's Host header.",
+    processes: SERVE,
+    example: "https://receiptd.example.com",
+  },
+  {
+    name: "LOG_LEVEL",
+    group: "Server",
+    default: "info",
+    meaning:
+      "fatal, error, warn, info, debug, trace or silent. JSON lines, one format in every process.",
+    processes: ["serve", "worker"],
+  },
+  {
+    name: "MCP_ALLOWED_ORIGINS",
+    group: "Server",
+    default: NONE,
+    meaning:
+      "Comma-separated browser origins (`https://host[:port]`) besides PUBLIC_BASE_URL's that may call `POST /mcp`.",
+    processes: SERVE,
+    example: "https://app.example.com",
+  },
+  {
+    name: "CORPUS_DIR",
+    group: "Server",
+    default: "unset (no referee)",
+    meaning:
+      "The conformance corpus (laid out like `../shared/corpus`): enables `POST /conformance`; the default corpus of `receiptd conformance run`.",
+    processes: ["serve", "cli"],
+    example: "../shared/corpus",
+  },
+  // Files and identity
+  {
+    name: "DATA_DIR",
+    group: "Files and identity",
+    default: "./data",
+    meaning:
+      "The service's identity files (`service-key.pem`, `validator-key.hex`, `internal.token`), `server.json` of the running server, and in embedded mode the document store (`store/`) and audit files. Every process of a deployment needs the same identity files.",
+    processes: ALL,
+  },
+  {
+    name: "AUDIT_DIR",
+    group: "Files and identity",
+    default: "DATA_DIR/audit",
+    meaning: "Per-day audit files (one content-free line per call); `receiptd billing` reads them.",
+    processes: ["serve", "cli"],
+    example: "./data/audit",
+  },
+  {
+    name: "INTERNAL_TOKEN_FILE",
+    group: "Files and identity",
+    default: "DATA_DIR/internal.token",
+    meaning: "The token `POST /payment-receipts` demands (created 0600 on first start).",
+    processes: SERVE,
+    example: "./data/internal.token",
+  },
+  // Distributed mode
+  {
+    name: "REDIS_URL",
+    group: "Distributed mode",
+    default: "unset (embedded: memory)",
+    meaning:
+      "redis:// or rediss:// URL: daily caps, the digest cache, the x402 nonce ledger and the `anchors` / `settlements` queues move to Redis. Required by `receiptd worker`. Never logged.",
+    processes: ALL,
+    example: "redis://127.0.0.1:6379",
+  },
+  {
+    name: "REDIS_PREFIX",
+    group: "Distributed mode",
+    default: "receiptd",
+    meaning: "Prefix of every Redis key and BullMQ queue, so deployments can share one Redis.",
+    processes: ALL,
+  },
+  {
+    name: "DATABASE_URL",
+    group: "Distributed mode",
+    default: "unset (embedded: files)",
+    meaning:
+      "postgres:// URL: the document store (API keys, anchors, revocation documents, settlement receipts, crystals) moves to PostgreSQL; migrations run at start. Never logged.",
+    processes: ALL,
+    example: "postgres://receiptd@127.0.0.1:5432/receiptd",
+  },
+  {
+    name: "DATABASE_SCHEMA",
+    group: "Distributed mode",
+    default: "receiptd",
+    meaning: "The PostgreSQL schema holding the store's tables.",
+    processes: ALL,
+  },
+  // Access and limits
+  {
+    name: "ANON_DAILY_CAP",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.anonymousDailyCap),
+    meaning:
+      "Keyless calls (reads, metadata, MCP discovery) per day, shared by all anonymous callers.",
+    processes: SERVE,
+  },
+  {
+    name: "KEY_DAILY_CAP",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.keyDailyCap),
+    meaning: "Calls per day of an API key created without `--cap`.",
+    processes: ["serve", "cli"],
+  },
+  {
+    name: "X402_DAILY_CAP",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.x402PayerDailyCap),
+    meaning: "Paid calls per day of one payer address.",
+    processes: SERVE,
+  },
+  {
+    name: "MAX_BODY_BYTES",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.maxBodyBytes),
+    meaning: "Largest request body of every JSON endpoint except `POST /crystals`; above it, 413.",
+    processes: SERVE,
+  },
+  {
+    name: "MAX_BATCH",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.maxBatch),
+    meaning: "Bundles in one `POST /verify` batch.",
+    processes: SERVE,
+  },
+  {
+    name: "MAX_RESULT_BYTES",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.maxResultBytes),
+    meaning:
+      "Bytes of errors and reasons one request's verdicts may hold; above it, `400 result_too_large`.",
+    processes: SERVE,
+  },
+  // Payments
+  {
+    name: "X402_PAY_TO",
+    group: "Payments (x402)",
+    default: "unset (payments off)",
+    meaning: "The address paid; setting it turns x402 payments on.",
+    processes: SERVE,
+    example: "0x0000000000000000000000000000000000000000",
+  },
+  {
+    name: "FACILITATOR_URL",
+    group: "Payments (x402)",
+    default: "unset (payments refused)",
+    meaning:
+      "The x402 facilitator that verifies and settles payments; without it payments are offered but refused. `npm run dev:facilitator` runs a local stand-in.",
+    processes: SERVE,
+    example: "http://127.0.0.1:4021",
+  },
+  {
+    name: "X402_NETWORK",
+    group: "Payments (x402)",
+    default: "eip155:8453",
+    meaning: "The network offered, CAIP-2 (`eip155:84532`) or x402 v1 name (`base-sepolia`).",
+    processes: SERVE,
+  },
+  {
+    name: "X402_ASSET",
+    group: "Payments (x402)",
+    default: "the network's USDC",
+    meaning: "The EIP-3009 token contract paid in.",
+    processes: SERVE,
+  },
+  {
+    name: "X402_PRICE_CALL_USD",
+    group: "Payments (x402)",
+    default: "0.01",
+    meaning: "Price of one paid call.",
+    processes: SERVE,
+  },
+  {
+    name: "X402_PRICE_LEASE_USD",
+    group: "Payments (x402)",
+    default: "0.01",
+    meaning: "Price of a 5-minute lease (ERC-8004 validation, crystal writes).",
+    processes: SERVE,
+  },
+  {
+    name: "X402_PRICE_DAY_USD",
+    group: "Payments (x402)",
+    default: "0.50",
+    meaning: "Price of a 24-hour day pass.",
+    processes: SERVE,
+  },
+  // Connections
+  {
+    name: "HEADERS_TIMEOUT_MS",
+    group: "Connections",
+    default: String(DEFAULT_HTTP_TIMEOUTS.headersTimeoutMs),
+    meaning: "The request line and headers must arrive within it, else 408.",
+    processes: SERVE,
+  },
+  {
+    name: "REQUEST_TIMEOUT_MS",
+    group: "Connections",
+    default: String(DEFAULT_HTTP_TIMEOUTS.requestTimeoutMs),
+    meaning: "The whole request, body included, must arrive within it, else 408.",
+    processes: SERVE,
+  },
+  {
+    name: "IDLE_TIMEOUT_MS",
+    group: "Connections",
+    default: String(DEFAULT_HTTP_TIMEOUTS.idleTimeoutMs),
+    meaning: "A socket on which nothing moved while the client was to act is closed after it.",
+    processes: SERVE,
+  },
+  {
+    name: "KEEP_ALIVE_TIMEOUT_MS",
+    group: "Connections",
+    default: String(DEFAULT_HTTP_TIMEOUTS.keepAliveTimeoutMs),
+    meaning:
+      "Idle keep-alive connections are closed after it; keep the load balancer's idle timeout below it.",
+    processes: SERVE,
+  },
+  {
+    name: "MAX_CONNECTIONS",
+    group: "Connections",
+    default: "4096, or less under a smaller open-file limit",
+    meaning: "Connections served normally; beyond them new ones get `503 too_many_connections`.",
+    processes: SERVE,
+  },
+  {
+    name: "HEALTH_RESERVE_CONNECTIONS",
+    group: "Connections",
+    default: "16",
+    meaning: "Connections beyond MAX_CONNECTIONS admitted for one `GET /health` each.",
+    processes: SERVE,
+  },
+  // Threads
+  {
+    name: "CPU_THREADS",
+    group: "Verification threads",
+    default: "the number of cores",
+    meaning: "Worker threads verifying bundles (a fixed pool).",
+    processes: SERVE,
+  },
+  {
+    name: "CPU_MAX_QUEUE",
+    group: "Verification threads",
+    default: "32 × CPU_THREADS",
+    meaning:
+      "Tasks allowed to wait for a thread; beyond it, `503 overloaded` with `Retry-After: 1`.",
+    processes: SERVE,
+  },
+  // Worker
+  {
+    name: "WORKER_CONCURRENCY",
+    group: "Worker",
+    default: "8",
+    meaning: "Jobs per queue one worker process runs at once.",
+    processes: WORKER,
+  },
+  {
+    name: "WORKER_LOCK_DURATION_MS",
+    group: "Worker",
+    default: "30000",
+    meaning:
+      "A job's lock; a crashed worker's jobs are taken over within about this plus the next.",
+    processes: WORKER,
+  },
+  {
+    name: "WORKER_STALLED_INTERVAL_MS",
+    group: "Worker",
+    default: "30000",
+    meaning: "How often a worker looks for jobs whose lock expired.",
+    processes: WORKER,
+  },
+  {
+    name: "WORKER_SHUTDOWN_MS",
+    group: "Worker",
+    default: "25000",
+    meaning:
+      "On SIGTERM, how long active jobs may take to finish before they are abandoned (and rerun elsewhere).",
+    processes: WORKER,
+  },
+  // Development
+  {
+    name: "RECEIPTD_URL",
+    group: "Development",
+    default: NONE,
+    meaning:
+      "The running server's URL, for `receiptd keys create`: it compares the issuer in that server's `GET /info` with DATA_DIR's service key and warns when they differ.",
+    processes: ["cli"],
+    example: "http://127.0.0.1:8080",
+  },
+  {
+    name: "FACILITATOR_PEER_HOST",
+    group: "Development",
+    default: "127.0.0.1",
+    meaning: "Address of `npm run dev:facilitator` (a local stand-in: no chain, no money).",
+    processes: ["dev:facilitator"],
+  },
+  {
+    name: "CORS_ORIGINS",
+    group: "Server",
+    default: "(empty: CORS off)",
+    meaning:
+      "Browser origins allowed to call the API: a comma-separated list of exact origins, or `*` alone. Preflights need no key and are not counted; credentials mode is never offered (keys travel in headers).",
+    processes: SERVE,
+    example: "https://app.example.com",
+  },
+  {
+    name: "CORS_MAX_AGE_SECONDS",
+    group: "Server",
+    default: "600",
+    meaning: "How long a browser may cache a preflight answer (0–86400).",
+    processes: SERVE,
+  },
+  {
+    name: "METRICS_PORT",
+    group: "Metrics",
+    default: "(unset: no /metrics)",
+    meaning:
+      "Port of the web process's own Prometheus listener (`/metrics`), never the API port; `0` picks a free port.",
+    processes: SERVE,
+    example: "9464",
+  },
+  {
+    name: "WORKER_METRICS_PORT",
+    group: "Metrics",
+    default: "(unset: no /metrics)",
+    meaning:
+      "The same for `receiptd worker`: its own variable so one environment can serve both processes.",
+    processes: WORKER,
+    example: "9465",
+  },
+  {
+    name: "METRICS_HOST",
+    group: "Metrics",
+    default: "127.0.0.1",
+    meaning:
+      "Address the metrics listeners bind; anything but loopback needs `METRICS_TOKEN` (startup stops otherwise).",
+    processes: ["serve", "worker"],
+  },
+  {
+    name: "METRICS_TOKEN",
+    group: "Metrics",
+    default: "(unset: no token)",
+    meaning:
+      "When set, a scrape must send `Authorization: Bearer <token>` (16 or more printable characters).",
+    processes: ["serve", "worker"],
+    example: "<a long random token>",
+  },
+  {
+    name: "FACILITATOR_PEER_PORT",
+    group: "Development",
+    default: "4021",
+    meaning: "Port of `npm run dev:facilitator`.",
+    processes: ["dev:facilitator"],
+  },
+];
+
+const GROUPS: readonly ConfigGroup[] = [
+  "Server",
+  "Files and identity",
+  "Distributed mode",
+  "Access and limits",
+  "Payments (x402)",
+  "Connections",
+  "Verification threads",
+  "Worker",
+  "Metrics",
+  "Development",
+];
+
+/** Plain text for `--help`: the variables a process reads, with their defaults. */
+export function environmentHelp(process: ConfigProcess): string {
+  const lines = ["Environment (docs/configuration.md has them all):"];
+  const used = CONFIG_VARIABLES.filter((variable) => variable.processes.includes(process));
+  const width = Math.max(...used.map((variable) => variable.name.length));
+  for (const variable of used) {
+    lines.push(`  ${variable.name.padEnd(width)}  ${variable.default}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+function cell(text: string): string {
+  return text.replaceAll("|", "\\|");
+}
+
+/** `docs/configuration.md`. */
+export function configurationMarkdown(): string {
+  const out = [
+    "# Configuration",
+    "",
+    "<!-- Generated by `npm run docs:config` from src/service/config-reference.ts; do not edit. -->",
+    "",
+    "receiptd is configured by environment variables only. Every variable any of its programs",
+    "reads is listed here; `test/service/config-reference.test.ts` fails when the code reads one",
+    "that is not, or when this page differs from the table it is generated from. An unset or",
+    "empty variable takes its default; a value that is present but unusable stops the process",
+    "with a one-line error (exit 2) rather than falling back to the default.",
+    "",
+    "Programs: `serve` (the HTTP service), `worker` (the queue consumer of distributed mode),",
+    "`cli` (the operator commands: `receiptd keys`, `billing`, `rotate-key`, `revocations`,",
+    "`conformance`), `dev:facilitator` (the local x402 facilitator stand-in).",
+    "",
+    "`.env.example` lists the same variables. receiptd does not read a `.env` file itself: load",
+    "one with your process manager, with `set -a; . ./.env; set +a`, or with",
+    "`node --env-file=.env dist/src/cli/receiptd.js serve`.",
+    "",
+  ];
+  for (const group of GROUPS) {
+    const variables = CONFIG_VARIABLES.filter((variable) => variable.group === group);
+    if (variables.length === 0) continue;
+    out.push(`## ${group}`, "", "| variable | default | read by | meaning |", "|---|---|---|---|");
+    for (const variable of variables) {
+      out.push(
+        `| \`${variable.name}\` | ${cell(variable.default)} | ${variable.processes.join(", ")} | ${cell(variable.meaning)} |`,
+      );
+    }
+    out.push("");
+  }
+  return out.join("\n");
+}
+
+/** Wraps `text` into `# `-prefixed comment lines of at most 100 characters. */
+function comment(text: string): string[] {
+  const lines: string[] = [];
+  let line = "#";
+  for (const word of text.split(/\s+/)) {
+    if (line.length + 1 + word.length > 100 && line !== "#") {
+      lines.push(line);
+      line = "#";
+    }
+    line += ` ${word}`;
+  }
+  lines.push(line);
+  return lines;
+}
+
+/** `.env.example`: every variable commented out, at its default or a placeholder. */
+export function envExample(): string {
+  const out = [
+    ...comment(
+      "receiptd configuration: every variable its programs read (docs/configuration.md explains them). Generated by `npm run docs:config`; do not edit. receiptd does not read this file itself: copy it to .env (git ignores .env), uncomment what you change, and load it with your process manager, `set -a; . ./.env; set +a` or `node --env-file=.env`. Never commit real secrets: the values below are defaults or placeholders.",
+    ),
+    "",
+  ];
+  for (const group of GROUPS) {
+    const variables = CONFIG_VARIABLES.filter((variable) => variable.group === group);
+    if (variables.length === 0) continue;
+    out.push(`# --- ${group} ---`, "");
+    for (const variable of variables) {
+      out.push(...comment(`${variable.meaning} Default: ${variable.default}.`));
+      const value = variable.example ?? (variable.default.includes(" ") ? "" : variable.default);
+      out.push(`# ${variable.name}=${value}`, "");
+    }
+  }
+  return out.join("\n");
+}
