@@ -40,19 +40,23 @@ async function startWorker(
 ): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/cli/receiptd.ts", "worker"], {
     env: { ...process.env, LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "ignore", "pipe"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
+  // Log lines go to stdout (web and worker write one format there); stderr is drained too so
+  // the child never blocks on a full pipe.
+  child.stderr?.resume();
   let output = "";
   const url = await new Promise<string>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString("utf8");
-      for (const line of output.split("\n")) {
+      // Only complete lines: a chunk may end mid-line.
+      for (const line of output.split("\n").slice(0, -1)) {
         if (!line.startsWith("{")) continue;
         const entry = JSON.parse(line) as { msg?: string; url?: string };
         if (entry.msg === "metrics listening" && entry.url !== undefined) {
-          child.stderr?.off("data", onData);
+          child.stdout?.off("data", onData);
           child.off("exit", onExit);
-          child.stderr?.resume();
+          child.stdout?.resume();
           resolve(entry.url);
           return;
         }
@@ -60,7 +64,7 @@ async function startWorker(
     };
     const onExit = (code: number | null) =>
       reject(new Error(`worker exited (${code}):\n${output}`));
-    child.stderr?.on("data", onData);
+    child.stdout?.on("data", onData);
     child.once("exit", onExit);
   });
   return { child, url };
