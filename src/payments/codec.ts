@@ -38,9 +38,6 @@ export const PAYMENT_HEADERS = {
   xPaymentResponse: "x-payment-response",
 } as const;
 
-/** `Access-Control-Expose-Headers` value browsers need to read the x402 headers. */
-export const EXPOSED_PAYMENT_HEADERS = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE";
-
 /**
  * A v1 payment header is about 600 characters and a v2 one about 1,200; 8 KiB leaves room for
  * `extensions` while staying under common proxy header limits.
