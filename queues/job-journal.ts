@@ -8,9 +8,9 @@
  * removal lost in a crash only means the job is handed over once more, which the queues'
  * business-key ids and idempotent processors make harmless.
  */
-import { mkdir, open, readdir, readFile, unlink } from "node:fs/promises";
+import { mkdir, readdir, readFile, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
-import { replaceFile, TEMPORARY_SUFFIX } from "../src/storage/atomic-file.js";
+import { replaceFile, syncDirectory, TEMPORARY_SUFFIX } from "../src/storage/atomic-file.js";
 import type { JsonData } from "./job-queue.js";
 
 const ENTRY_SUFFIX = ".json";
@@ -36,15 +36,6 @@ export interface JournalContents<Payload extends JsonData> {
 
 function checkJobId(jobId: string): void {
   if (!JOURNAL_ID.test(jobId)) throw new RangeError(`not a journal job id: ${jobId}`);
-}
-
-async function syncDirectory(path: string): Promise<void> {
-  const directory = await open(path, "r");
-  try {
-    await directory.sync();
-  } finally {
-    await directory.close();
-  }
 }
 
 export class JobJournal<Payload extends JsonData> {

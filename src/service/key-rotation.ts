@@ -18,9 +18,14 @@
  *
  * A run that finds keys left in `retired-keys/` finishes their retirement as part of its own.
  */
-import { mkdir, open, readdir, unlink } from "node:fs/promises";
+import { mkdir, readdir, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { createFileOnce, readIfPresent, replaceFile } from "../storage/atomic-file.js";
+import {
+  createFileOnce,
+  readIfPresent,
+  replaceFile,
+  syncDirectory,
+} from "../storage/atomic-file.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
 import { member } from "../verifier/json/value.js";
@@ -84,15 +89,6 @@ function retiredKeysDir(dataDir: string): string {
 /** `did:key:z…` → `z….pem`: one file per key, so keeping a key twice is harmless. */
 function retiredKeyPath(dataDir: string, did: string): string {
   return join(retiredKeysDir(dataDir), `${did.slice("did:key:".length)}.pem`);
-}
-
-async function syncDirectory(path: string): Promise<void> {
-  const directory = await open(path, "r");
-  try {
-    await directory.sync();
-  } finally {
-    await directory.close();
-  }
 }
 
 interface RetiredKey {

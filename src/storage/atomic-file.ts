@@ -24,8 +24,9 @@ async function writeTemporary(path: string, data: Uint8Array | string, mode: num
   return temporary;
 }
 
-async function syncDirectory(path: string): Promise<void> {
-  const directory = await open(dirname(path), "r");
+/** Makes a directory's entries durable (a created, renamed or removed file survives a crash). */
+export async function syncDirectory(path: string): Promise<void> {
+  const directory = await open(path, "r");
   try {
     await directory.sync();
   } finally {
@@ -52,7 +53,7 @@ export async function createFileOnce(
   } finally {
     await unlink(temporary);
   }
-  await syncDirectory(path);
+  await syncDirectory(dirname(path));
   return true;
 }
 
@@ -69,7 +70,7 @@ export async function replaceFile(
     await unlink(temporary).catch(() => {});
     throw error;
   }
-  await syncDirectory(path);
+  await syncDirectory(dirname(path));
 }
 
 /** The file's bytes, or null when there is no such file. */
