@@ -23,6 +23,8 @@ export interface ServiceProcessOptions {
   databaseUrl?: string;
   /** Extra environment for both processes (e.g. `CPU_THREADS`). */
   env?: Record<string, string>;
+  /** Extra Node.js options for the long-running processes (e.g. `--cpu-prof`), not the CLI. */
+  nodeOptions?: string[];
 }
 
 export interface ServiceProcess {
@@ -67,10 +69,15 @@ function runCli(args: string[], env: NodeJS.ProcessEnv): string {
   return result.stdout;
 }
 
-function startChild(args: string[], env: NodeJS.ProcessEnv, logFile: string): ChildProcess {
+function startChild(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  logFile: string,
+  nodeOptions: string[] = [],
+): ChildProcess {
   // The service logs one access line per request: straight to a file, as an operator would.
   const log = openSync(logFile, "a");
-  const child = spawn(process.execPath, [...NODE_ARGS, ...args], {
+  const child = spawn(process.execPath, [...nodeOptions, ...NODE_ARGS, ...args], {
     env,
     stdio: ["ignore", log, log],
   });
@@ -171,13 +178,13 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     // The token file is made here, so the harness knows it before the service starts.
     const internalToken = randomBytes(32).toString("hex");
     writeFileSync(join(dataDir, "internal.token"), internalToken, { mode: 0o600 });
-    const web = startChild(["serve"], env, join(dataDir, "web.log"));
+    const web = startChild(["serve"], env, join(dataDir, "web.log"), options.nodeOptions);
     children.push(web);
     const origin = `http://127.0.0.1:${port}`;
     await waitUntilHealthy(origin, web, join(dataDir, "web.log"));
     let worker: ChildProcess | undefined;
     if (options.distributed) {
-      worker = startChild(["worker"], env, join(dataDir, "worker.log"));
+      worker = startChild(["worker"], env, join(dataDir, "worker.log"), options.nodeOptions);
       children.push(worker);
     }
     return {

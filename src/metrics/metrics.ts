@@ -79,6 +79,8 @@ export interface CpuPoolStats {
   /** Piscina's utilisation: mean task run time over the pool's capacity, 0–1. */
   utilization: number;
   threads: number;
+  /** Tasks that reached a thread in one message with others (micro-batching, cpu-pool.ts). */
+  batchedTasks: number;
 }
 
 /**
@@ -185,6 +187,7 @@ export class ServiceMetrics extends ProcessMetrics {
   readonly cpuPoolQueueSize: Gauge;
   readonly cpuPoolUtilization: Gauge;
   readonly cpuPoolThreads: Gauge;
+  readonly cpuPoolBatchedTasks: Counter;
   readonly digestCache: Counter<"result">;
   readonly capRefusals: Counter<"bucket">;
   readonly payments: Counter<"outcome">;
@@ -229,6 +232,17 @@ export class ServiceMetrics extends ProcessMetrics {
       help: "Worker threads of the CPU pool (CPU_THREADS).",
       registers,
       collect: pool((stats) => stats.threads),
+    });
+    this.cpuPoolBatchedTasks = new Counter({
+      name: "receiptd_cpu_pool_batched_tasks_total",
+      help: "Tasks that reached a worker thread in one message with others: small verifications that waited while every thread was busy.",
+      registers,
+      async collect(this: Counter) {
+        const stats = metrics.#cpuPool?.();
+        if (stats === undefined) return;
+        this.reset();
+        this.inc(stats.batchedTasks);
+      },
     });
     this.digestCache = new Counter({
       name: "receiptd_digest_cache_requests_total",

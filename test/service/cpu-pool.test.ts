@@ -1,4 +1,7 @@
-/** The CPU pool: task bodies are moved to the worker, never copied. */
+/**
+ * The CPU pool: task bodies are moved to the worker, never copied; small tasks that wait
+ * while the threads are busy travel to a thread together, and each still gets its own answer.
+ */
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -23,7 +26,7 @@ describe("CpuPool", () => {
       maxBatch: 50,
       maxResultBytes: 4 * 1024 * 1024,
     };
-    pool = new CpuPool({ threads: 1, maxQueue: 4, workerData: context });
+    pool = new CpuPool({ threads: 1, maxQueue: 32, workerData: context });
   });
   after(async () => {
     await pool.close();
@@ -38,5 +41,54 @@ describe("CpuPool", () => {
     assert.ok("json" in answer);
     assert.equal(answer.statusCode, 200);
     assert.equal(JSON.parse(answer.json).verdict, "TRUSTED");
+  });
+
+  test("tasks that wait for the busy thread go as one message, each with its own answer", async () => {
+    const bodies = [
+      corpusBytes("vectors/01_happy_minimal.json"),
+      corpusBytes("vectors/03_tampered_body.json"),
+      Buffer.from('{"bundles": [1, 2'),
+      Buffer.from("[]"),
+      corpusBytes("vectors/10b_anchor_missing.json"),
+    ];
+    const task = (i: number, requireAnchor = false): [VerifyTask, ArrayBuffer[]] => {
+      const body = new Uint8Array(bodies[i % bodies.length]!).buffer;
+      return [{ body, requireAnchor, receipt: false }, [body]];
+    };
+    const alone = [];
+    for (let i = 0; i < 10; i++) alone.push(await pool.run(verifyTask, ...task(i, i === 9)));
+    const before = pool.stats().batchedTasks;
+    // The first goes at once to the idle thread; the other nine wait for it and go together.
+    const together = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => pool.run(verifyTask, ...task(i, i === 9))),
+    );
+    assert.equal(pool.stats().batchedTasks - before, 9);
+    assert.deepEqual(together, alone);
+    const statuses = together.map((answer) => ("statusCode" in answer ? answer.statusCode : 0));
+    assert.deepEqual(statuses.slice(0, 5), [200, 200, 400, 400, 200]);
+  });
+
+  test("beyond maxQueue waiting tasks, a task is refused as overloaded", async () => {
+    const small = new CpuPool({
+      threads: 1,
+      maxQueue: 2,
+      workerData: { dataDir, corpusDir: null, maxBatch: 50, maxResultBytes: 1 << 22 },
+    });
+    try {
+      const runs = Array.from({ length: 4 }, () => {
+        const body = new Uint8Array(corpusBytes("vectors/01_happy_minimal.json")).buffer;
+        return small.run(verifyTask, { body, requireAnchor: false, receipt: false }, [body]);
+      });
+      const settled = await Promise.allSettled(runs);
+      assert.deepEqual(
+        settled.map((outcome) => outcome.status),
+        ["fulfilled", "fulfilled", "fulfilled", "rejected"],
+      );
+      const refused = settled[3];
+      assert.ok(refused?.status === "rejected");
+      assert.equal((refused.reason as Error).name, "CpuPoolOverloadedError");
+    } finally {
+      await small.close();
+    }
   });
 });

@@ -30,6 +30,11 @@ export interface TaskDefinition<Input, Output> {
   readonly endpoint: TaskEndpoint;
   /** The export of the endpoint's `worker.ts` that runs the task. */
   readonly kind: string;
+  /**
+   * Small inputs may share one message to a worker (`task-batch.ts`): only for synchronous
+   * tasks whose items are independent of each other.
+   */
+  readonly batchable: boolean;
   /** Never set: carries the input and output types from the definition to its users. */
   readonly types?: { input: Input; output: Output };
 }
@@ -37,8 +42,9 @@ export interface TaskDefinition<Input, Output> {
 export function defineTask<Input, Output>(
   endpoint: TaskEndpoint,
   kind = "default",
+  options: { batchable?: boolean } = {},
 ): TaskDefinition<Input, Output> {
-  return { endpoint, kind };
+  return { endpoint, kind, batchable: options.batchable ?? false };
 }
 
 /** File URL of the worker module of `endpoint`, in the running code's language. */

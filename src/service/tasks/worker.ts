@@ -7,6 +7,7 @@
 import { workerData } from "node:worker_threads";
 import { ServiceIdentity } from "../service-key.js";
 import type { TaskDefinition } from "./define-task.js";
+import { isTaskBatch, runTaskBatch, type TaskBatch, type TaskBatchResults } from "./task-batch.js";
 import type { WorkerContext } from "./worker-context.js";
 import { releasingHeap } from "./worker-heap.js";
 
@@ -24,12 +25,16 @@ export function workerIdentity(): ServiceIdentity {
 }
 
 /**
- * A task module's default export: `run`, checked against the definition's input and output
- * types, releasing the thread's heap after each task (`worker-heap.ts`).
+ * A task module's export: `run`, checked against the definition's input and output types,
+ * releasing the thread's heap after each message (`worker-heap.ts`); a `TaskBatch` is answered
+ * item by item.
  */
 export function implementTask<Input, Output>(
   _task: TaskDefinition<Input, Output>,
   run: (input: Input) => Output,
-): (input: Input) => Output {
-  return releasingHeap(run);
+): (input: Input | TaskBatch<Input>) => Output | TaskBatchResults<Output> {
+  // The pool sends batches only of tasks defined batchable (synchronous ones).
+  return releasingHeap((input: Input | TaskBatch<Input>) =>
+    isTaskBatch(input) ? runTaskBatch(input, run) : run(input),
+  );
 }

@@ -2,4 +2,6 @@
 import { defineTask } from "../../tasks/define-task.js";
 import type { VerifyOutcome, VerifyTask } from "./answer.js";
 
-export const verifyTask = defineTask<VerifyTask, VerifyOutcome>("verify");
+export const verifyTask = defineTask<VerifyTask, VerifyOutcome>("verify", "default", {
+  batchable: true,
+});
