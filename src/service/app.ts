@@ -40,7 +40,7 @@ import { loadOrCreateInternalToken } from "./internal-token.js";
 import { registerAccessControl } from "./plugins/access.js";
 import { registerCors } from "./plugins/cors.js";
 import { handleFrameworkError, registerErrorHandling } from "./plugins/errors.js";
-import { loggingOptions } from "./plugins/logging.js";
+import { bufferedStdout, loggingOptions } from "./plugins/logging.js";
 import { registerRequestMetrics } from "./plugins/metrics.js";
 import { registerRawBodyParser } from "./plugins/raw-body.js";
 import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id.js";
@@ -98,8 +98,9 @@ export async function buildApp(
   const internalToken = await loadOrCreateInternalToken(config.internalTokenFile);
   const validator = await loadOrCreateValidatorKey(config.dataDir);
   const connections = new ConnectionGuard(config.http);
+  const stdoutLog = config.logDestination === undefined ? bufferedStdout() : null;
   const app = Fastify({
-    ...loggingOptions(config),
+    ...loggingOptions(config, stdoutLog ?? config.logDestination),
     serverFactory: connections.serverFactory,
     clientErrorHandler: connections.clientError,
     bodyLimit: config.limits.maxBodyBytes,
@@ -193,6 +194,7 @@ export async function buildApp(
     await queueStats?.close();
     await access.close();
     await backends.close();
+    stdoutLog?.close();
   });
 
   registerRequestIdHeader(app);

@@ -11,7 +11,8 @@ import {
   type FastifyServerOptions,
   LogController,
 } from "fastify";
-import type { ServiceConfig } from "../config.js";
+import { destination } from "pino";
+import type { LogDestination, ServiceConfig } from "../config.js";
 
 interface LoggedRequest {
   method?: string;
@@ -88,13 +89,64 @@ function isFrameworkListeningLine(args: unknown[]): boolean {
   );
 }
 
+/** The longest an access line waits in the buffer before it is written. */
+export const LOG_FLUSH_INTERVAL_MS = 200;
+/** A buffer of this many bytes is written at once, without waiting for the interval. */
+const LOG_BUFFER_BYTES = 8 * 1024;
+
+/** Standard output, written in batches; `flushSync` writes what is buffered, before exit. */
+export interface BufferedLog extends LogDestination {
+  flushSync(): void;
+  close(): void;
+}
+
+/**
+ * Standard output for the service's log lines, buffered: one `write(2)` per request was
+ * about 5% of the main thread's time under single-bundle load (issue 15; docs/benchmarks.md).
+ * Lines reach the output at most `LOG_FLUSH_INTERVAL_MS` after they were logged, at once when
+ * the buffer fills, and synchronously when the service closes or the process exits, so a
+ * clean stop or a crash that exits loses none; a `kill -9` can lose the last interval's lines
+ * (the audit trail, from which billing is metered, has its own flushing: audit.ts).
+ */
+export function bufferedStdout(): BufferedLog {
+  const stream = destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES });
+  const timer = setInterval(() => {
+    try {
+      stream.flush();
+    } catch {
+      // Not ready yet (the descriptor opens asynchronously) or busy: the next tick writes it.
+    }
+  }, LOG_FLUSH_INTERVAL_MS);
+  timer.unref();
+  const flushSync = () => {
+    try {
+      stream.flushSync();
+    } catch {
+      // Nothing is buffered, or the output is gone: there is nowhere left to write.
+    }
+  };
+  process.once("exit", flushSync);
+  return {
+    write: (line) => {
+      stream.write(line);
+    },
+    flushSync,
+    close() {
+      clearInterval(timer);
+      process.removeListener("exit", flushSync);
+      flushSync();
+    },
+  };
+}
+
 export function loggingOptions(
   config: ServiceConfig,
+  output: LogDestination | undefined,
 ): Pick<FastifyServerOptions, "logger" | "logController"> {
   return {
     logger: {
       level: config.logLevel,
-      ...(config.logDestination ? { stream: config.logDestination } : {}),
+      ...(output === undefined ? {} : { stream: output }),
       serializers: { req: requestSummary, res: replySummary, err: faultSummary },
       // Level names, not numbers: the same format as `receiptd worker` (log-lines.ts).
       formatters: { level: (label: string) => ({ level: label }) },
