@@ -41,6 +41,22 @@ const CLI = fileURLToPath(
   new URL(`../src/cli/receiptd.${RUNNING_FROM_SOURCE ? "ts" : "js"}`, import.meta.url),
 );
 const NODE_ARGS = RUNNING_FROM_SOURCE ? ["--import", "tsx", CLI] : [CLI];
+
+/**
+ * The Node.js options `npm start` gives `receiptd serve` (package.json), so the harness runs
+ * the web process as its users do: today the smaller young generation of docs/operations.md.
+ */
+function startScriptNodeOptions(): string[] {
+  const manifest = JSON.parse(
+    readFileSync(
+      fileURLToPath(
+        new URL(`${RUNNING_FROM_SOURCE ? ".." : "../.."}/package.json`, import.meta.url),
+      ),
+      "utf8",
+    ),
+  ) as { scripts: { start: string } };
+  return manifest.scripts.start.split(/\s+/).filter((word) => word.startsWith("--"));
+}
 /** No cap may shape a benchmark: the bench key's daily cap is effectively unlimited. */
 const UNLIMITED_CAP = String(Number.MAX_SAFE_INTEGER);
 const READY_TIMEOUT_MS = 30_000;
@@ -178,7 +194,10 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     // The token file is made here, so the harness knows it before the service starts.
     const internalToken = randomBytes(32).toString("hex");
     writeFileSync(join(dataDir, "internal.token"), internalToken, { mode: 0o600 });
-    const web = startChild(["serve"], env, join(dataDir, "web.log"), options.nodeOptions);
+    const web = startChild(["serve"], env, join(dataDir, "web.log"), [
+      ...startScriptNodeOptions(),
+      ...(options.nodeOptions ?? []),
+    ]);
     children.push(web);
     const origin = `http://127.0.0.1:${port}`;
     await waitUntilHealthy(origin, web, join(dataDir, "web.log"));
