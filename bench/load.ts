@@ -1,10 +1,11 @@
 /**
- * A closed-loop HTTP load generator on undici: `connections` loops, each sending its next
- * request as soon as the previous answer is read, so the offered load follows the service's
- * pace (as real clients with a fixed connection pool do). A warm-up phase is run and
- * discarded; only requests that start inside the measured window are counted.
+ * A closed-loop HTTP load generator: `connections` loops, each with its own keep-alive
+ * connection (`http1-connection.ts`), sending its next request as soon as the previous
+ * answer is read, so the offered load follows the service's pace (as real clients with a
+ * fixed connection pool do). A warm-up phase is run and discarded; only requests that start
+ * inside the measured window are counted.
  */
-import { Pool } from "undici";
+import { Http1Connection } from "./http1-connection.js";
 import type { LatencySummary } from "./types.js";
 
 export interface RequestSpec {
@@ -35,15 +36,13 @@ export interface LoadResult {
 }
 
 const ERROR_SAMPLE_CHARS = 300;
+const ANSWER_TIMEOUT_MS = 120_000;
 
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const pool = new Pool(options.origin, {
-    connections: options.connections,
-    pipelining: 1,
-    keepAliveTimeout: 30_000,
-    bodyTimeout: 120_000,
-    headersTimeout: 120_000,
-  });
+  const connections = Array.from(
+    { length: options.connections },
+    () => new Http1Connection(options.origin, ANSWER_TIMEOUT_MS),
+  );
   const latencies: number[] = [];
   let errors = 0;
   let firstError: string | undefined;
@@ -52,22 +51,16 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const measureFrom = startedAt + options.warmupMs;
   const stopAt = measureFrom + options.durationMs;
 
-  const loop = async () => {
+  const loop = async (connection: Http1Connection) => {
     for (;;) {
       const began = performance.now();
       if (began >= stopAt) return;
       const spec = options.request(sent++);
       let failure: string | undefined;
       try {
-        const response = await pool.request({
-          method: spec.method,
-          path: spec.path,
-          headers: spec.headers,
-          body: spec.body,
-        });
-        const text = await response.body.text();
-        if (!options.accept(response.statusCode, text, spec)) {
-          failure = `${response.statusCode} ${text.slice(0, ERROR_SAMPLE_CHARS)}`;
+        const answer = await connection.request(spec);
+        if (!options.accept(answer.status, answer.body, spec)) {
+          failure = `${answer.status} ${answer.body.slice(0, ERROR_SAMPLE_CHARS)}`;
         }
       } catch (error) {
         failure = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
@@ -80,10 +73,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       }
     }
   };
-  await Promise.all(Array.from({ length: options.connections }, loop));
+  await Promise.all(connections.map(loop));
   // Requests started before `stopAt` may finish after it: the window is until the last one.
   const seconds = (performance.now() - measureFrom) / 1000;
-  await pool.close();
+  for (const connection of connections) connection.close();
   return {
     requests: latencies.length,
     errors,
