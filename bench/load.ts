@@ -22,6 +22,8 @@ export interface LoadOptions {
   durationMs: number;
   /** The `n`-th request to send (n counts from 0 over the whole run, warm-up included). */
   request(n: number): RequestSpec;
+  /** Called once, when the warm-up ends and the measured window begins. */
+  onMeasureStart?(): void;
   /** Whether an answer is the expected one; anything else counts as an error. */
   accept(status: number, body: string, spec: RequestSpec): boolean;
 }
@@ -51,6 +53,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const measureFrom = startedAt + options.warmupMs;
   const stopAt = measureFrom + options.durationMs;
 
+  const measureStart = setTimeout(() => options.onMeasureStart?.(), options.warmupMs);
   const loop = async (connection: Http1Connection) => {
     for (;;) {
       const began = performance.now();
@@ -74,6 +77,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     }
   };
   await Promise.all(connections.map(loop));
+  clearTimeout(measureStart);
   // Requests started before `stopAt` may finish after it: the window is until the last one.
   const seconds = (performance.now() - measureFrom) / 1000;
   for (const connection of connections) connection.close();

@@ -81,6 +81,20 @@ function columnsFor(run: BenchRun): Column[] {
           : `${formatMB(r.peakRssMiB)} / ${formatMB(r.workerPeakRssMiB)}`,
     },
     {
+      header: "CPU µs/item main+other+client",
+      numeric: true,
+      cell: (r) =>
+        r.cpuMicrosPerItem
+          ? [
+              r.cpuMicrosPerItem.mainThread,
+              r.cpuMicrosPerItem.otherThreads,
+              r.cpuMicrosPerItem.client,
+            ]
+              .map((micros) => wholeNumber.format(micros))
+              .join(" + ")
+          : "—",
+    },
+    {
       header: "of ceiling",
       numeric: true,
       cell: (r) => (r.ceilingRatio === null ? "—" : `${oneDecimal.format(r.ceilingRatio * 100)}%`),

@@ -14,6 +14,7 @@ import { runLoad } from "./load.js";
 import { renderTable, writeReport } from "./report.js";
 import { benchBundle, type Deployment, SCENARIOS, type Scenario } from "./scenarios.js";
 import { PeakRss, type ServiceProcess, startServiceProcess } from "./service-process.js";
+import { CpuMeter } from "./thread-cpu.js";
 import type { BenchRun, CeilingMeasurement, ScenarioResult } from "./types.js";
 
 const USAGE = `usage: npm run bench -- [options]
@@ -105,6 +106,10 @@ async function runScenario(
       ceilingRatio: null,
     };
   }
+  const cpu =
+    pids.web === undefined
+      ? null
+      : new CpuMeter(pids.worker === undefined ? [pids.web] : [pids.web, pids.worker]);
   const webRss = pids.web === undefined ? null : new PeakRss(pids.web);
   const workerRss = pids.worker === undefined ? null : new PeakRss(pids.worker);
   webRss?.start();
@@ -115,7 +120,9 @@ async function runScenario(
     ...timing,
     request: (n) => scenario.request(n, deployment),
     accept: (status, body, spec) => scenario.accept(status, body, spec),
+    onMeasureStart: () => cpu?.start(),
   });
+  const cpuMicrosPerItem = cpu?.stop(load.requests * scenario.itemsPerRequest) ?? null;
   const peakRssMiB = webRss?.stop() ?? null;
   const workerPeakRssMiB = workerRss?.stop();
   const completed = load.requests - load.errors;
@@ -130,6 +137,7 @@ async function runScenario(
     latencyMs: load.latencyMs,
     peakRssMiB,
     ...(workerPeakRssMiB === undefined ? {} : { workerPeakRssMiB }),
+    cpuMicrosPerItem,
     ceilingRatio:
       scenario.verificationsPerRequest === 0
         ? null

@@ -1,5 +1,7 @@
 /** The shapes a benchmark run produces: written as JSON, drawn as a table and an SVG chart. */
 
+import type { CpuPerItem } from "./thread-cpu.js";
+
 export interface LatencySummary {
   p50: number;
   p95: number;
@@ -34,6 +36,11 @@ export interface ScenarioResult {
   peakRssMiB: number | null;
   /** Peak RSS of the queue worker process (distributed mode), MiB. */
   workerPeakRssMiB?: number | null;
+  /**
+   * Microseconds of CPU one item cost during the measured phase: the service's main thread,
+   * its other threads, and the load client (bench/thread-cpu.ts); null for remote targets.
+   */
+  cpuMicrosPerItem?: CpuPerItem | null;
   /** Ed25519 verifications per second the scenario implies, divided by the ceiling; null when it has none. */
   ceilingRatio: number | null;
   /** The performance goal for this scenario, if it has one, and whether this run met it. */
