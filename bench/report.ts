@@ -8,6 +8,10 @@ import type { BenchRun, ScenarioResult } from "./types.js";
 
 // A fixed locale, so the output (and the tests) do not depend on where the bench ran.
 const wholeNumber = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+const twoDecimals = new Intl.NumberFormat("en-US", {
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 2,
+});
 const oneDecimal = new Intl.NumberFormat("en-US", {
   minimumFractionDigits: 1,
   maximumFractionDigits: 1,
@@ -40,6 +44,16 @@ export function ceilingLine(run: BenchRun): string {
     ` on ${threads} thread${threads === 1 ? "" : "s"}` +
     ` = ${wholeNumber.format(bundlesPerSecond)} ${perBundle}-receipt bundles/s`
   );
+}
+
+/** What the `vs previous` column divides by: throughput ratios need similar ceilings. */
+export function previousLine(run: BenchRun): string[] {
+  if (run.previous === undefined) return [];
+  const { file, startedAt, ceilingBundlesPerSecond } = run.previous;
+  return [
+    `vs previous: items/s over ${file.split("/").at(-1)} (${startedAt}), whose ceiling was ` +
+      `${wholeNumber.format(ceilingBundlesPerSecond)} bundles/s`,
+  ];
 }
 
 function machineLine(run: BenchRun): string {
@@ -100,6 +114,14 @@ function columnsFor(run: BenchRun): Column[] {
       cell: (r) => (r.ceilingRatio === null ? "—" : `${oneDecimal.format(r.ceilingRatio * 100)}%`),
     },
     {
+      header: "vs previous",
+      numeric: true,
+      cell: (r) =>
+        r.vsPrevious?.itemsPerSecond == null
+          ? "—"
+          : `×${twoDecimals.format(r.vsPrevious.itemsPerSecond)}`,
+    },
+    {
       header: "goal",
       numeric: false,
       cell: (r) => (r.goal ? `${r.goal.met ? "✓" : "✗"} ${r.goal.description}` : ""),
@@ -153,6 +175,7 @@ export function renderTable(run: BenchRun): string {
     `mode: ${run.mode}`,
     `quick: ${run.quick ? "yes" : "no"}`,
     ceilingLine(run),
+    ...previousLine(run),
     "",
     line(header),
     rule,
@@ -174,6 +197,7 @@ export function renderMarkdownTable(run: BenchRun): string {
     `${machineLine(run)}; ${run.mode} mode${run.quick ? ", quick" : ""}; started ${run.startedAt}`,
     "",
     ceilingLine(run),
+    ...previousLine(run),
     "",
     line(columns.map((column) => column.header)),
     `|${columns.map((column) => (column.numeric ? " ---: " : " --- ")).join("|")}|`,

@@ -11,6 +11,12 @@ import { isParseArgsError, usageErrorText } from "../src/cli/entry.js";
 import { measureCeiling } from "./ceiling.js";
 import { signaturesOf } from "./fixtures.js";
 import { runLoad } from "./load.js";
+import {
+  compareWithPrevious,
+  newestRecordedRun,
+  previousRunSummary,
+  readRecordedRun,
+} from "./previous-run.js";
 import { renderTable, writeReport } from "./report.js";
 import { benchBundle, type Deployment, SCENARIOS, type Scenario } from "./scenarios.js";
 import { PeakRss, type ServiceProcess, startServiceProcess } from "./service-process.js";
@@ -34,6 +40,9 @@ Starts receiptd and measures it over HTTP; writes bench/results/latest.{json,svg
   --connections N          override every scenario's connection count
   --threads N              CPU_THREADS of the receiptd this harness starts (default: cores)
   --out DIR                where results go (default bench/results)
+  --previous FILE          a recorded run to give ratios to (default, except with
+                           --quick: the newest docs/benchmarks/*.json)
+  --no-previous            no ratios to a previous run
   -h, --help
 `;
 
@@ -64,6 +73,8 @@ function parseOptions() {
       connections: { type: "string" },
       threads: { type: "string" },
       out: { type: "string" },
+      previous: { type: "string" },
+      "no-previous": { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -231,6 +242,13 @@ async function runBench(): Promise<number> {
         results.push(await runScenario(scenario, measured, ceiling, timing, connections));
       }
     }
+    // A quick run understates the hot paths (docs/benchmarks.md): no default baseline for it.
+    const previousFile =
+      args["no-previous"] || (args.quick && args.previous === undefined)
+        ? null
+        : (args.previous ??
+          newestRecordedRun(fileURLToPath(new URL(recordedRunsDirectory(), import.meta.url))));
+    const previous = previousFile === null ? null : readRecordedRun(previousFile);
     const run: BenchRun = {
       startedAt: new Date().toISOString(),
       quick: args.quick,
@@ -243,7 +261,10 @@ async function runBench(): Promise<number> {
         memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
       },
       ceiling,
-      results,
+      ...(previous === null || previousFile === null
+        ? {}
+        : { previous: previousRunSummary(previousFile, previous) }),
+      results: previous === null ? results : compareWithPrevious(results, previous),
     };
     const outDir = args.out ?? fileURLToPath(new URL(resultsDirectory(), import.meta.url));
     const written = writeReport(run, outDir);
@@ -308,6 +329,13 @@ function positiveNumber(text: string | undefined, flag: string): number | undefi
     throw new UsageError(`${flag} must be a number > 0, got '${text}'`);
   }
   return value;
+}
+
+/** `docs/benchmarks/` of the repository, from bench/ (tsx) or dist/bench/ (built). */
+function recordedRunsDirectory(): string {
+  return import.meta.url.includes("/dist/bench/")
+    ? "../../docs/benchmarks/"
+    : "../docs/benchmarks/";
 }
 
 /** `bench/results/` of the repository, from bench/ (tsx) or dist/bench/ (built). */

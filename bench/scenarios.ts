@@ -139,9 +139,10 @@ const singleBundle: Scenario = {
   connections: 16,
   request: (n, deployment) => verifySingle(deployment, n),
   accept: trusted,
+  // Issue 15's goal; before it, ≥ 1,500 req/s (issue 10's, on a machine with a 5,400/s ceiling).
   goal: atLeast(
-    "≥ 1,500 req/s, p99 ≤ 50 ms",
-    (r) => r.requestsPerSecond >= 1_500 && r.latencyMs.p99 <= 50,
+    "≥ 75% of ceiling, p99 ≤ 50 ms",
+    (r) => (r.ceilingRatio ?? 0) >= 0.75 && r.latencyMs.p99 <= 50,
   ),
 };
 
@@ -154,10 +155,8 @@ const batch50: Scenario = {
   connections: 4,
   request: (n, deployment) => verifyBatch(deployment, n),
   accept: allTrusted(BATCH_SIZE),
-  goal: atLeast(
-    "≥ 2,000 bundles/s and ≥ 85% of ceiling",
-    (r) => r.itemsPerSecond >= 2_000 && (r.ceilingRatio ?? 0) >= 0.85,
-  ),
+  // Issue 15's goal; before it, ≥ 2,000 bundles/s and ≥ 85% of the ceiling.
+  goal: atLeast("≥ 90% of ceiling", (r) => (r.ceilingRatio ?? 0) >= 0.9),
 };
 
 const batch50Receipts: Scenario = {
@@ -330,18 +329,21 @@ const largeBodies: Scenario = {
     result.peakRssMiB === null
       ? undefined
       : {
-          description: "peak RSS ≤ 300 MB",
-          met: result.errors === 0 && result.peakRssMiB * 1.048576 <= 300,
+          description: "peak RSS ≤ 200 MB",
+          met: result.errors === 0 && result.peakRssMiB * 1.048576 <= 200,
         },
 };
 
-/** Issue 16's memory goal for hostile 1 MiB bodies, held by the whole service process. */
+/**
+ * The memory goal for hostile 1 MiB bodies, held by the whole service process: issue 15's
+ * (issue 16 had asked for ≤ 600 MB).
+ */
 const hostileRssGoal = (result: ScenarioResult): GoalCheck | undefined =>
   result.peakRssMiB === null
     ? undefined
     : {
-        description: "peak RSS ≤ 600 MB",
-        met: result.errors === 0 && result.peakRssMiB * 1.048576 <= 600,
+        description: "peak RSS ≤ 400 MB",
+        met: result.errors === 0 && result.peakRssMiB * 1.048576 <= 400,
       };
 
 /** The refusal a request gets when its verdicts would list too much (`result_too_large`). */

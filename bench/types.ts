@@ -43,6 +43,8 @@ export interface ScenarioResult {
   cpuMicrosPerItem?: CpuPerItem | null;
   /** Ed25519 verifications per second the scenario implies, divided by the ceiling; null when it has none. */
   ceilingRatio: number | null;
+  /** This result divided by the same scenario's in the previous recorded run (previous-run.ts). */
+  vsPrevious?: { itemsPerSecond: number | null; peakRss: number | null };
   /** The performance goal for this scenario, if it has one, and whether this run met it. */
   goal?: GoalCheck;
 }
@@ -68,5 +70,13 @@ export interface BenchRun {
   mode: "embedded" | "distributed";
   machine: { cpus: number; cpuModel: string; node: string; platform: string; memoryGiB: number };
   ceiling: CeilingMeasurement;
+  /** The recorded run the `vsPrevious` ratios compare with. */
+  previous?: PreviousRun;
   results: ScenarioResult[];
+}
+
+export interface PreviousRun {
+  file: string;
+  startedAt: string;
+  ceilingBundlesPerSecond: number;
 }
