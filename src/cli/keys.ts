@@ -10,6 +10,7 @@ import {
   type ApiKey,
   DEFAULT_PLAN,
   dailyCapOf,
+  isExpired,
   KEY_CACHE_MS,
   KeyNameTakenError,
   KeyOptionError,
@@ -38,7 +39,9 @@ Manages the API keys in DATA_DIR (./data).
           On stderr it says which DATA_DIR it used and whether a server runs on it (from
           DATA_DIR/server.json), and warns when none does; with RECEIPTD_URL set it also
           compares that server's issuer (GET /info) with DATA_DIR's service key.
-  list    shows every key (id, name, plan, cap, created, revoked); never the key itself.
+  list    shows every key (id, name, plan, kind, cap, created, expires, revoked); never the
+          key itself. Kind 'evaluation' marks self-served evaluation keys (POST
+          /keys/evaluation): they expire (EXPIRES, '(expired)' once past) and are never billed.
   revoke  revokes the key given in clear, or the unrevoked key with that name. Running
           servers refuse it within ${KEY_CACHE_MS} ms; the command returns after that.
 Exit codes: 0 done, 1 no such key (revoke), 2 usage or I/O error.
@@ -74,16 +77,24 @@ function capText(key: ApiKey, defaultCap: number): string {
   return key.dailyCap === null ? `${defaultCap} (default)` : String(key.dailyCap);
 }
 
-function keyJson(key: ApiKey, defaultCap: number) {
+function keyJson(key: ApiKey, defaultCap: number, nowMs: number) {
   return {
     id: key.id,
     name: key.name,
     plan: key.plan,
+    kind: key.kind,
     daily_cap: key.dailyCap,
     effective_daily_cap: dailyCapOf(key, defaultCap),
     created_at: key.createdAt,
+    expires_at: key.expiresAt,
+    expired: isExpired(key, nowMs),
     revoked_at: key.revokedAt,
   };
+}
+
+function expiryText(key: ApiKey, nowMs: number): string {
+  if (key.expiresAt === null) return "-";
+  return isExpired(key, nowMs) ? `${key.expiresAt} (expired)` : key.expiresAt;
 }
 
 function parseCap(text: string | undefined): number | undefined {
@@ -197,7 +208,7 @@ async function create(
     return 0;
   }
   if (values.json) {
-    io.stdout(`${JSON.stringify({ key, ...keyJson(record, keys.defaultDailyCap) })}\n`);
+    io.stdout(`${JSON.stringify({ key, ...keyJson(record, keys.defaultDailyCap, Date.now()) })}\n`);
     return 0;
   }
   io.stdout(
@@ -223,8 +234,9 @@ async function list(argv: string[], keys: KeyStore, io: CliIo): Promise<number> 
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
   const all = await keys.list();
   const defaultCap = keys.defaultDailyCap;
+  const now = Date.now();
   if (values.json) {
-    io.stdout(`${JSON.stringify(all.map((key) => keyJson(key, defaultCap)))}\n`);
+    io.stdout(`${JSON.stringify(all.map((key) => keyJson(key, defaultCap, now)))}\n`);
     return 0;
   }
   if (all.length === 0) {
@@ -232,13 +244,15 @@ async function list(argv: string[], keys: KeyStore, io: CliIo): Promise<number> 
     return 0;
   }
   const rows = [
-    ["ID", "NAME", "PLAN", "DAILY CAP", "CREATED", "REVOKED"],
+    ["ID", "NAME", "PLAN", "KIND", "DAILY CAP", "CREATED", "EXPIRES", "REVOKED"],
     ...all.map((key) => [
       key.id,
       key.name,
       key.plan,
+      key.kind,
       capText(key, defaultCap),
       key.createdAt,
+      expiryText(key, now),
       key.revokedAt ?? "-",
     ]),
   ];
