@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { nodeSha256 } from "../../../../src/access/evaluation/node-sha256.js";
 import { solveProofOfWork } from "../../../../src/access/evaluation/proof-of-work.js";
+import { loadConfig } from "../../../../src/service/config.js";
+import { startupSummary } from "../../../../src/service/server.js";
 import { startTestService, type TestService } from "../../support/service.js";
 import {
   type EvaluationDeployment,
@@ -76,6 +78,13 @@ describe("evaluation keys switched off (EVALUATION_KEYS=off)", () => {
     }
     const info = await service.app.inject({ method: "GET", url: "/info" });
     assert.equal(info.json().evaluation_keys, null);
+  });
+
+  test("the startup line says whether anyone may obtain an evaluation key", () => {
+    const summary = (env: Record<string, string>) =>
+      startupSummary(loadConfig(env), "did:key:z", "http://127.0.0.1:1").evaluationKeys;
+    assert.equal(summary({}), "on");
+    assert.equal(summary({ EVALUATION_KEYS: "off" }), "off");
   });
 });
 
