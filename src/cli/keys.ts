@@ -26,7 +26,7 @@ import { openDocumentStore } from "../storage/open.js";
 import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
 
 export const USAGE = `usage: receiptd keys create --name NAME [--cap N] [--plan PLAN] [--json | --key-only]
-       receiptd keys list [--json]
+       receiptd keys list [--all] [--json]
        receiptd keys revoke <KEY or NAME>`;
 
 const HELP = `${USAGE}
@@ -39,9 +39,10 @@ Manages the API keys in DATA_DIR (./data).
           On stderr it says which DATA_DIR it used and whether a server runs on it (from
           DATA_DIR/server.json), and warns when none does; with RECEIPTD_URL set it also
           compares that server's issuer (GET /info) with DATA_DIR's service key.
-  list    shows every key (id, name, plan, kind, cap, created, expires, revoked); never the
+  list    shows the keys (id, name, plan, kind, cap, created, expires, revoked); never the
           key itself. Kind 'evaluation' marks self-served evaluation keys (POST
           /keys/evaluation): they expire (EXPIRES, '(expired)' once past) and are never billed.
+          Expired evaluation keys are left out (a line says how many) unless --all is given.
   revoke  revokes the key given in clear, or the unrevoked key with that name. Running
           servers refuse it within ${KEY_CACHE_MS} ms; the command returns after that.
 Exit codes: 0 done, 1 no such key (revoke), 2 usage or I/O error.
@@ -225,22 +226,33 @@ async function create(
   return 0;
 }
 
+/**
+ * Every key, but for expired evaluation keys unless `--all`: the service may issue a few
+ * hundred a day, and once expired they only clutter the list (revoked keys stay: an operator
+ * revoked them, and statements still name them).
+ */
 async function list(argv: string[], keys: KeyStore, io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { json: { type: "boolean" } },
+    options: { json: { type: "boolean" }, all: { type: "boolean" } },
     allowPositionals: true,
   });
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
-  const all = await keys.list();
-  const defaultCap = keys.defaultDailyCap;
   const now = Date.now();
+  const stored = await keys.list();
+  const all = values.all
+    ? stored
+    : stored.filter((key) => key.kind !== "evaluation" || !isExpired(key, now));
+  const hidden = stored.length - all.length;
+  const defaultCap = keys.defaultDailyCap;
   if (values.json) {
     io.stdout(`${JSON.stringify(all.map((key) => keyJson(key, defaultCap, now)))}\n`);
     return 0;
   }
+  const footer =
+    hidden === 0 ? "" : `${hidden} expired evaluation key(s) not shown; --all lists them\n`;
   if (all.length === 0) {
-    io.stdout("no keys\n");
+    io.stdout(`no keys\n${footer}`);
     return 0;
   }
   const rows = [
@@ -256,7 +268,7 @@ async function list(argv: string[], keys: KeyStore, io: CliIo): Promise<number> 
       key.revokedAt ?? "-",
     ]),
   ];
-  io.stdout(formatTable(rows));
+  io.stdout(`${formatTable(rows)}${footer}`);
   return 0;
 }
 

@@ -136,7 +136,7 @@ describe("receiptd keys", () => {
     assert.equal(json.stdout.includes("svc_"), false);
   });
 
-  test("list marks evaluation keys, with their expiry, and those that expired", async () => {
+  test("list marks evaluation keys with their expiry; expired ones only with --all", async () => {
     // One issued two days ago for a day (expired), one issued now (the server's clock).
     const past = new KeyStore(serverStore, {
       defaultDailyCap: 1000,
@@ -145,8 +145,21 @@ describe("receiptd keys", () => {
     const expired = await past.createEvaluation({ dailyCap: 50, lifetimeMs: 86_400_000 });
     const live = await server.createEvaluation({ dailyCap: 50, lifetimeMs: 86_400_000 });
 
-    const table = keys(["list"]);
+    // By default an expired evaluation key is left out, and a line says so.
+    const current = keys(["list"]);
+    assert.equal(current.status, 0, current.stderr);
+    assert.equal(current.stdout.includes(expired.record.id), false);
+    assert.ok(current.stdout.includes(live.record.id));
+    assert.match(current.stdout, /\n1 expired evaluation key\(s\) not shown; --all lists them\n$/);
+    const currentJson = JSON.parse(keys(["list", "--json"]).stdout) as { id: string }[];
+    assert.equal(
+      currentJson.some((key) => key.id === expired.record.id),
+      false,
+    );
+
+    const table = keys(["list", "--all"]);
     assert.equal(table.status, 0, table.stderr);
+    assert.equal(table.stdout.includes("not shown"), false);
     const rowOf = (id: string) => table.stdout.split("\n").find((row) => row.startsWith(id)) ?? "";
     const expiredRow = rowOf(expired.record.id);
     const liveRow = rowOf(live.record.id);
@@ -162,7 +175,10 @@ describe("receiptd keys", () => {
     );
     for (const { key } of [expired, live]) assert.equal(table.stdout.includes(key), false);
 
-    const listed = JSON.parse(keys(["list", "--json"]).stdout) as Record<string, unknown>[];
+    const listed = JSON.parse(keys(["list", "--json", "--all"]).stdout) as Record<
+      string,
+      unknown
+    >[];
     const evaluation = listed.filter((key) => key.kind === "evaluation");
     assert.deepEqual(
       evaluation.map((key) => [key.name, key.plan, key.daily_cap, key.expires_at, key.expired]),

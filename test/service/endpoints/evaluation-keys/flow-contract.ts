@@ -278,8 +278,9 @@ export function evaluationKeysFlow(
 
     test("receiptd keys list marks the issued keys as evaluation keys, with their expiry", async () => {
       let out = "";
+      // --all: the CLI judges expiry by the wall clock, not this deployment's clock.
       const status = await keysCli(
-        ["list", "--json"],
+        ["list", "--json", "--all"],
         { stdout: (text) => (out += text), stderr: () => {} },
         deployment.cliEnv,
       );
