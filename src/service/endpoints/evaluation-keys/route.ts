@@ -7,7 +7,10 @@
  * Nothing here is logged besides the access plugin's content-free line.
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { ChallengeLedgerUnavailableError } from "../../../access/evaluation/issuer.js";
+import {
+  ChallengeLedgerUnavailableError,
+  type IssueOutcome,
+} from "../../../access/evaluation/issuer.js";
 import { ServiceError } from "../../errors.js";
 import { rawBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
@@ -104,7 +107,7 @@ export async function evaluationKeyRoutes(app: FastifyInstance) {
       noStore(reply);
       if (evaluation === null) throw disabledRefusal();
       const { challenge, nonce } = parseIssueBody(rawBody(request.body));
-      let outcome: Awaited<ReturnType<typeof evaluation.issue>>;
+      let outcome: IssueOutcome;
       try {
         outcome = await evaluation.issue({ challenge, nonce, clientAddress: request.ip });
       } catch (error) {
