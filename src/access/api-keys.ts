@@ -8,6 +8,17 @@
  * collection, created once and atomically); a claim whose key is revoked may be taken over by a
  * compare-and-set replace.
  *
+ * Evaluation keys (docs/evaluation-keys.md) are keys like any other, issued by the service
+ * itself (`POST /keys/evaluation`) rather than by an operator: their record says so (`kind`)
+ * and carries an expiry, after which they are refused as `key_expired`.
+ *
+ * Record versions: version 1 (`created_at`, `daily_cap`, `name`, `plan`, `revoked_at`,
+ * `sha256`) is every key written before evaluation keys existed, and is still what a standard
+ * key is written as, so its bytes (and a server of the previous release reading them) do not
+ * change. Version 2 adds `kind` and `expires_at` and is written only for a key that needs
+ * them: a server that knows only version 1 refuses such a record rather than accept an
+ * evaluation key without its expiry. Both versions are read; nothing needs rewriting.
+ *
  * The CLI writes keys while servers run. Servers read a key's record when it is presented and
  * keep a live record for at most `KEY_CACHE_MS`, so a new key works at once (unknown keys are
  * never cached) and a revocation reaches every server within that window; the CLI waits the
@@ -38,10 +49,22 @@ const STALE_CLAIM_MS = 60_000;
 const MAX_CAS_ATTEMPTS = 8;
 
 export const DEFAULT_PLAN = "standard";
+/** The plan label of evaluation keys; reserved, so an operator's key cannot look like one. */
+export const EVALUATION_PLAN = "evaluation";
+/** Evaluation keys are named `evaluation-<id>`; operators' names may not start so. */
+export const EVALUATION_NAME_PREFIX = "evaluation-";
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const PLAN_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+/** A standard key without expiry: the original record form, still written as it was. */
 const RECORD_VERSION = 1;
+/** A record with `kind` and `expires_at`. */
+const RECORD_VERSION_KINDS = 2;
+const CLAIM_VERSION = 1;
 const NAME_CLAIM_PREFIX = "name:";
+const WHOLE_SECONDS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
+
+/** An operator's key (`receiptd keys create`), or a self-served evaluation key. */
+export type KeyKind = "standard" | "evaluation";
 
 /** One key as stored, without the key itself. */
 export interface ApiKey {
@@ -56,6 +79,9 @@ export interface ApiKey {
   /** RFC 3339, whole seconds, UTC. */
   createdAt: string;
   revokedAt: string | null;
+  kind: KeyKind;
+  /** When the key stops working (RFC 3339, whole seconds, UTC); null: never. */
+  expiresAt: string | null;
 }
 
 export interface NewKeyOptions {
@@ -72,10 +98,19 @@ export interface CreatedKey {
 
 export type InvalidKeyCause = "malformed" | "unknown" | "revoked";
 
+export interface NewEvaluationKeyOptions {
+  /** The key's daily cap, fixed at issuance (the terms the client was shown). */
+  dailyCap: number;
+  /** How long the key works from now, in milliseconds (rounded down to whole seconds). */
+  lifetimeMs: number;
+}
+
 export type Authentication =
   | { ok: true; key: ApiKey; dailyCap: number }
   /** The client sees only `invalid_key`; `cause` is for logs and tests. */
-  | { ok: false; error: "invalid_key"; cause: InvalidKeyCause };
+  | { ok: false; error: "invalid_key"; cause: InvalidKeyCause }
+  /** A key that is not revoked but whose `expiresAt` has passed. */
+  | { ok: false; error: "key_expired"; key: ApiKey };
 
 export type RevokeResult =
   | { status: "revoked"; key: ApiKey }
@@ -113,6 +148,11 @@ export function keyIdOf(sha256: string): string {
   return sha256.slice(0, KEY_ID_LENGTH);
 }
 
+/** Whether `key` has an expiry and `nowMs` is at or past it. */
+export function isExpired(key: ApiKey, nowMs: number): boolean {
+  return key.expiresAt !== null && nowMs >= Date.parse(key.expiresAt);
+}
+
 /** The effective cap of a key: its own, or the configured default. */
 export function dailyCapOf(key: ApiKey, defaultDailyCap: number): number {
   return key.dailyCap ?? defaultDailyCap;
@@ -144,13 +184,22 @@ function joined(value: string | string[] | undefined): string | undefined {
 }
 
 function checkNewKeyOptions(options: NewKeyOptions): void {
-  if (!NAME_PATTERN.test(options.name) || options.name.startsWith(KEY_PREFIX)) {
+  if (
+    !NAME_PATTERN.test(options.name) ||
+    options.name.startsWith(KEY_PREFIX) ||
+    options.name.startsWith(EVALUATION_NAME_PREFIX)
+  ) {
     throw new KeyOptionError(
-      `a key name is 1–64 characters of A–Z a–z 0–9 . _ -, starts with a letter or digit, and does not start with '${KEY_PREFIX}'`,
+      `a key name is 1–64 characters of A–Z a–z 0–9 . _ -, starts with a letter or digit, and does not start with '${KEY_PREFIX}' or '${EVALUATION_NAME_PREFIX}' (evaluation keys' names)`,
     );
   }
   if (options.plan !== undefined && !PLAN_PATTERN.test(options.plan)) {
     throw new KeyOptionError("a plan is 1–32 characters of a–z 0–9 _ -, starting with a–z or 0–9");
+  }
+  if (options.plan === EVALUATION_PLAN) {
+    throw new KeyOptionError(
+      `the plan '${EVALUATION_PLAN}' is reserved for self-served evaluation keys, which are never billed`,
+    );
   }
   const cap = options.dailyCap;
   if (cap !== undefined && cap !== null && (!Number.isSafeInteger(cap) || cap < 0)) {
@@ -158,21 +207,23 @@ function checkNewKeyOptions(options: NewKeyOptions): void {
   }
 }
 
+/** Version 1 for a standard key without expiry (the bytes it always had), else version 2. */
 function recordBytes(key: ApiKey): Buffer {
-  return canonicalBytes(
-    new Map<string, JsonValue>([
-      ["version", RECORD_VERSION],
-      ["sha256", key.sha256],
-      ["name", key.name],
-      ["plan", key.plan],
-      ["daily_cap", key.dailyCap],
-      ["created_at", key.createdAt],
-      ["revoked_at", key.revokedAt],
-    ]),
-  );
+  const original = key.kind === "standard" && key.expiresAt === null;
+  const members: [string, JsonValue][] = [
+    ["version", original ? RECORD_VERSION : RECORD_VERSION_KINDS],
+    ["sha256", key.sha256],
+    ["name", key.name],
+    ["plan", key.plan],
+    ["daily_cap", key.dailyCap],
+    ["created_at", key.createdAt],
+    ["revoked_at", key.revokedAt],
+  ];
+  if (!original) members.push(["kind", key.kind], ["expires_at", key.expiresAt]);
+  return canonicalBytes(new Map<string, JsonValue>(members));
 }
 
-function parseObject(bytes: Uint8Array, what: string): JsonObject {
+function parseObject(bytes: Uint8Array, what: string, versions: readonly number[]): JsonObject {
   let value: JsonValue;
   try {
     value = parseJson(bytes);
@@ -180,8 +231,9 @@ function parseObject(bytes: Uint8Array, what: string): JsonObject {
     if (error instanceof StrictJsonError) throw new KeyStoreError(`${what}: ${error.message}`);
     throw error;
   }
-  if (!isObject(value) || value.get("version") !== RECORD_VERSION) {
-    throw new KeyStoreError(`${what} is not a version ${RECORD_VERSION} record`);
+  const version = isObject(value) ? value.get("version") : undefined;
+  if (!isObject(value) || typeof version !== "number" || !versions.includes(version)) {
+    throw new KeyStoreError(`${what} is not a version ${versions.join(" or ")} record`);
   }
   return value;
 }
@@ -192,9 +244,26 @@ function stringMember(object: JsonObject, name: string, what: string): string {
   return value;
 }
 
+/** Version 1 records are standard keys without expiry; version 2 says both. */
+function kindAndExpiry(object: JsonObject, what: string): Pick<ApiKey, "kind" | "expiresAt"> {
+  if (object.get("version") === RECORD_VERSION) return { kind: "standard", expiresAt: null };
+  const kind = object.get("kind");
+  const expiresAt = object.get("expires_at");
+  if (kind !== "standard" && kind !== "evaluation") {
+    throw new KeyStoreError(`${what} has an unknown kind`);
+  }
+  if (expiresAt !== null && !(typeof expiresAt === "string" && WHOLE_SECONDS.test(expiresAt))) {
+    throw new KeyStoreError(`${what} has an unusable expires_at`);
+  }
+  if (kind === "evaluation" && expiresAt === null) {
+    throw new KeyStoreError(`${what} is an evaluation key without expiry`);
+  }
+  return { kind, expiresAt };
+}
+
 function parseRecord(bytes: Uint8Array, id: string): ApiKey {
   const what = `key record ${id}`;
-  const object = parseObject(bytes, what);
+  const object = parseObject(bytes, what, [RECORD_VERSION, RECORD_VERSION_KINDS]);
   const sha256 = stringMember(object, "sha256", what);
   const dailyCap = object.get("daily_cap");
   const revokedAt = object.get("revoked_at");
@@ -216,6 +285,7 @@ function parseRecord(bytes: Uint8Array, id: string): ApiKey {
     dailyCap,
     createdAt: stringMember(object, "created_at", what),
     revokedAt,
+    ...kindAndExpiry(object, what),
   };
 }
 
@@ -227,7 +297,7 @@ interface NameClaim {
 function claimBytes(name: string, sha256: string, claimedAtMs: number): Buffer {
   return canonicalBytes(
     new Map<string, JsonValue>([
-      ["version", RECORD_VERSION],
+      ["version", CLAIM_VERSION],
       ["name", name],
       ["sha256", sha256],
       ["claimed_at_ms", claimedAtMs],
@@ -237,7 +307,7 @@ function claimBytes(name: string, sha256: string, claimedAtMs: number): Buffer {
 
 function parseClaim(bytes: Uint8Array, name: string): NameClaim {
   const what = `name claim '${name}'`;
-  const object = parseObject(bytes, what);
+  const object = parseObject(bytes, what, [CLAIM_VERSION]);
   const claimedAtMs = object.get("claimed_at_ms");
   if (typeof claimedAtMs !== "number") throw new KeyStoreError(`${what} has no claimed_at_ms`);
   return { sha256: stringMember(object, "sha256", what), claimedAtMs };
@@ -285,7 +355,7 @@ export class KeyStore {
     const key = generateKey();
     const sha256 = hashKey(key);
     await this.#claimName(options.name, sha256);
-    const record: ApiKey = {
+    return this.#write(key, {
       id: keyIdOf(sha256),
       sha256,
       name: options.name,
@@ -293,8 +363,45 @@ export class KeyStore {
       dailyCap: options.dailyCap ?? null,
       createdAt: formatUtcSeconds(new Date(this.#now())),
       revokedAt: null,
-    };
-    const result = await this.#store.create("keys", sha256, recordBytes(record));
+      kind: "standard",
+      expiresAt: null,
+    });
+  }
+
+  /**
+   * Creates an evaluation key (`POST /keys/evaluation`): named `evaluation-<id>`, plan
+   * `evaluation`, with its own daily cap and an expiry `lifetimeMs` from now (whole seconds).
+   */
+  async createEvaluation(options: NewEvaluationKeyOptions): Promise<CreatedKey> {
+    const { dailyCap, lifetimeMs } = options;
+    if (!Number.isSafeInteger(dailyCap) || dailyCap < 0) {
+      throw new KeyOptionError("a daily cap is a whole number ≥ 0");
+    }
+    if (!Number.isSafeInteger(lifetimeMs) || lifetimeMs < 1000) {
+      throw new KeyOptionError("an evaluation key lives at least one second");
+    }
+    const key = generateKey();
+    const sha256 = hashKey(key);
+    const id = keyIdOf(sha256);
+    const name = `${EVALUATION_NAME_PREFIX}${id}`;
+    await this.#claimName(name, sha256);
+    const nowSeconds = Math.floor(this.#now() / 1000);
+    const lifetimeSeconds = Math.floor(lifetimeMs / 1000);
+    return this.#write(key, {
+      id,
+      sha256,
+      name,
+      plan: EVALUATION_PLAN,
+      dailyCap,
+      createdAt: formatUtcSeconds(new Date(nowSeconds * 1000)),
+      revokedAt: null,
+      kind: "evaluation",
+      expiresAt: formatUtcSeconds(new Date((nowSeconds + lifetimeSeconds) * 1000)),
+    });
+  }
+
+  async #write(key: string, record: ApiKey): Promise<CreatedKey> {
+    const result = await this.#store.create("keys", record.sha256, recordBytes(record));
     // 192 random bits: a second key with this hash is not a case to handle, only to refuse.
     if (!result.created) throw new KeyStoreError("a key with this hash already exists");
     return { key, record };
@@ -387,6 +494,8 @@ export class KeyStore {
       return { ok: false, error: "invalid_key", cause: "unknown" };
     }
     if (key.revokedAt !== null) return { ok: false, error: "invalid_key", cause: "revoked" };
+    // Checked on every request, cached record or not: the cache window never extends a key.
+    if (isExpired(key, this.#now())) return { ok: false, error: "key_expired", key };
     return { ok: true, key, dailyCap: dailyCapOf(key, this.#defaultDailyCap) };
   }
 

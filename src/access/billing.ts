@@ -2,7 +2,9 @@
  * Billing of API keys (service.md §9): 5.00 USD per 10,000 successful calls, metered from a
  * month's audit files. Only lines of key principals whose status is charged (`isChargedStatus`,
  * the rule the daily caps follow too: a 2xx) count; 429s, other 4xx, 5xx, 304s, anonymous and
- * x402 lines are never invoiced (x402 calls were paid as they were made).
+ * x402 lines are never invoiced (x402 calls were paid as they were made), and neither are
+ * evaluation keys' lines (`eval:<id>`): they are tallied apart, for the operator to see, and
+ * never priced.
  *
  * Amounts are computed in whole cents with integers only: a key's amount is
  * calls × 500 / 10,000 cents, rounded half up to the cent (so 10 calls, half a cent, cost
@@ -21,6 +23,7 @@ export const CENTS_PER_UNIT = 500;
 
 const MONTH_PATTERN = /^(\d{4})-(0[1-9]|1[0-2])$/;
 const KEY_PRINCIPAL_PREFIX = "key:";
+const EVALUATION_PRINCIPAL_PREFIX = "eval:";
 
 export function isMonth(text: string): boolean {
   return MONTH_PATTERN.test(text);
@@ -46,12 +49,23 @@ export interface KeyUsage {
   amountCents: number;
 }
 
+export interface EvaluationUsage {
+  /** Evaluation keys with at least one audit line in the month. */
+  keys: number;
+  /** Their 2xx calls (what a key would be billed for). */
+  calls: number;
+  /** Their other calls. */
+  unbilled: number;
+}
+
 export interface MonthlyUsage {
   month: string;
   /** Every key with at least one audit line in the month, by id. */
   keys: KeyUsage[];
   totalCalls: number;
   totalCents: number;
+  /** Calls made with evaluation keys: shown, never billed. */
+  evaluation: EvaluationUsage;
   /** Audit files read, by day. */
   files: string[];
   /** Lines that were not audit lines (a line torn by a crash, or foreign text). */
@@ -67,6 +81,8 @@ export async function meterMonth(auditDir: string, month: string): Promise<Month
   const dayFile = new RegExp(`^${month}-\\d{2}${AUDIT_FILE_SUFFIX.replace(".", "\\.")}$`);
   const files = (await readdir(auditDir)).filter((name) => dayFile.test(name)).sort();
   const usage = new Map<string, { calls: number; unbilled: number }>();
+  const evaluationKeys = new Set<string>();
+  const evaluation: EvaluationUsage = { keys: 0, calls: 0, unbilled: 0 };
   let skippedLines = 0;
   for (const file of files) {
     const lines = createInterface({
@@ -78,6 +94,12 @@ export async function meterMonth(auditDir: string, month: string): Promise<Month
       const line = parseAuditLine(text);
       if (line === null) {
         skippedLines += 1;
+        continue;
+      }
+      if (line.principal.startsWith(EVALUATION_PRINCIPAL_PREFIX)) {
+        evaluationKeys.add(line.principal);
+        if (isChargedStatus(line.status)) evaluation.calls += 1;
+        else evaluation.unbilled += 1;
         continue;
       }
       if (!line.principal.startsWith(KEY_PRINCIPAL_PREFIX)) continue;
@@ -99,6 +121,7 @@ export async function meterMonth(auditDir: string, month: string): Promise<Month
     keys,
     totalCalls: keys.reduce((sum, key) => sum + key.calls, 0),
     totalCents: keys.reduce((sum, key) => sum + key.amountCents, 0),
+    evaluation: { ...evaluation, keys: evaluationKeys.size },
     files,
     skippedLines,
   };

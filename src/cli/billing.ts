@@ -29,7 +29,8 @@ const HELP = `${USAGE}
 
 Prints each API key's successful (2xx) calls in the month and their amount at ${RATE},
 rounded half up to the cent per key. Refused (429), failed (4xx, 5xx), anonymous and x402
-calls are never billed. Reads DIR/YYYY-MM-DD.jsonl (default: AUDIT_DIR, else DATA_DIR/audit);
+calls are never billed, and neither are self-served evaluation keys' calls (counted on a line
+of their own). Reads DIR/YYYY-MM-DD.jsonl (default: AUDIT_DIR, else DATA_DIR/audit);
 names come from the keys in DATA_DIR (./data).
 Exit codes: 0 printed, 2 usage or I/O error.
 `;
@@ -70,6 +71,7 @@ function statementJson(usage: MonthlyUsage, keys: Map<string, ApiKey>) {
       amount: formatCents(line.amountCents),
     })),
     total: { calls: usage.totalCalls, amount: formatCents(usage.totalCents) },
+    evaluation: { ...usage.evaluation, amount: "0.00" },
     skipped_lines: usage.skippedLines,
   };
 }
@@ -87,7 +89,12 @@ function statementTable(usage: MonthlyUsage, keys: Map<string, ApiKey>): string 
     ]),
     ["TOTAL", "", "", String(usage.totalCalls), "", formatCents(usage.totalCents)],
   ];
-  return `Statement for ${usage.month} (${RATE})\n${formatTable(rows, new Set([3, 4, 5]))}`;
+  const { evaluation } = usage;
+  const free =
+    evaluation.keys === 0
+      ? ""
+      : `Evaluation keys (never billed): ${evaluation.keys} key(s), ${evaluation.calls} call(s), ${evaluation.unbilled} unbilled\n`;
+  return `Statement for ${usage.month} (${RATE})\n${formatTable(rows, new Set([3, 4, 5]))}${free}`;
 }
 
 export async function main(

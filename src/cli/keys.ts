@@ -10,6 +10,7 @@ import {
   type ApiKey,
   DEFAULT_PLAN,
   dailyCapOf,
+  isExpired,
   KEY_CACHE_MS,
   KeyNameTakenError,
   KeyOptionError,
@@ -25,7 +26,7 @@ import { openDocumentStore } from "../storage/open.js";
 import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
 
 export const USAGE = `usage: receiptd keys create --name NAME [--cap N] [--plan PLAN] [--json | --key-only]
-       receiptd keys list [--json]
+       receiptd keys list [--all] [--json]
        receiptd keys revoke <KEY or NAME>`;
 
 const HELP = `${USAGE}
@@ -38,7 +39,10 @@ Manages the API keys in DATA_DIR (./data).
           On stderr it says which DATA_DIR it used and whether a server runs on it (from
           DATA_DIR/server.json), and warns when none does; with RECEIPTD_URL set it also
           compares that server's issuer (GET /info) with DATA_DIR's service key.
-  list    shows every key (id, name, plan, cap, created, revoked); never the key itself.
+  list    shows the keys (id, name, plan, kind, cap, created, expires, revoked); never the
+          key itself. Kind 'evaluation' marks self-served evaluation keys (POST
+          /keys/evaluation): they expire (EXPIRES, '(expired)' once past) and are never billed.
+          Expired evaluation keys are left out (a line says how many) unless --all is given.
   revoke  revokes the key given in clear, or the unrevoked key with that name. Running
           servers refuse it within ${KEY_CACHE_MS} ms; the command returns after that.
 Exit codes: 0 done, 1 no such key (revoke), 2 usage or I/O error.
@@ -74,16 +78,24 @@ function capText(key: ApiKey, defaultCap: number): string {
   return key.dailyCap === null ? `${defaultCap} (default)` : String(key.dailyCap);
 }
 
-function keyJson(key: ApiKey, defaultCap: number) {
+function keyJson(key: ApiKey, defaultCap: number, nowMs: number) {
   return {
     id: key.id,
     name: key.name,
     plan: key.plan,
+    kind: key.kind,
     daily_cap: key.dailyCap,
     effective_daily_cap: dailyCapOf(key, defaultCap),
     created_at: key.createdAt,
+    expires_at: key.expiresAt,
+    expired: isExpired(key, nowMs),
     revoked_at: key.revokedAt,
   };
+}
+
+function expiryText(key: ApiKey, nowMs: number): string {
+  if (key.expiresAt === null) return "-";
+  return isExpired(key, nowMs) ? `${key.expiresAt} (expired)` : key.expiresAt;
 }
 
 function parseCap(text: string | undefined): number | undefined {
@@ -197,7 +209,7 @@ async function create(
     return 0;
   }
   if (values.json) {
-    io.stdout(`${JSON.stringify({ key, ...keyJson(record, keys.defaultDailyCap) })}\n`);
+    io.stdout(`${JSON.stringify({ key, ...keyJson(record, keys.defaultDailyCap, Date.now()) })}\n`);
     return 0;
   }
   io.stdout(
@@ -214,35 +226,49 @@ async function create(
   return 0;
 }
 
+/**
+ * Every key, but for expired evaluation keys unless `--all`: the service may issue a few
+ * hundred a day, and once expired they only clutter the list (revoked keys stay: an operator
+ * revoked them, and statements still name them).
+ */
 async function list(argv: string[], keys: KeyStore, io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { json: { type: "boolean" } },
+    options: { json: { type: "boolean" }, all: { type: "boolean" } },
     allowPositionals: true,
   });
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
-  const all = await keys.list();
+  const now = Date.now();
+  const stored = await keys.list();
+  const all = values.all
+    ? stored
+    : stored.filter((key) => key.kind !== "evaluation" || !isExpired(key, now));
+  const hidden = stored.length - all.length;
   const defaultCap = keys.defaultDailyCap;
   if (values.json) {
-    io.stdout(`${JSON.stringify(all.map((key) => keyJson(key, defaultCap)))}\n`);
+    io.stdout(`${JSON.stringify(all.map((key) => keyJson(key, defaultCap, now)))}\n`);
     return 0;
   }
+  const footer =
+    hidden === 0 ? "" : `${hidden} expired evaluation key(s) not shown; --all lists them\n`;
   if (all.length === 0) {
-    io.stdout("no keys\n");
+    io.stdout(`no keys\n${footer}`);
     return 0;
   }
   const rows = [
-    ["ID", "NAME", "PLAN", "DAILY CAP", "CREATED", "REVOKED"],
+    ["ID", "NAME", "PLAN", "KIND", "DAILY CAP", "CREATED", "EXPIRES", "REVOKED"],
     ...all.map((key) => [
       key.id,
       key.name,
       key.plan,
+      key.kind,
       capText(key, defaultCap),
       key.createdAt,
+      expiryText(key, now),
       key.revokedAt ?? "-",
     ]),
   ];
-  io.stdout(formatTable(rows));
+  io.stdout(`${formatTable(rows)}${footer}`);
   return 0;
 }
 

@@ -25,7 +25,7 @@ export const DIGEST_CACHE_RESULTS = ["hit", "miss", "error"] as const;
 export type DigestCacheResult = (typeof DIGEST_CACHE_RESULTS)[number];
 
 /** The daily-cap buckets of service.md §9, by kind (never the key id or payer address). */
-export const CAP_BUCKETS = ["anonymous", "key", "x402"] as const;
+export const CAP_BUCKETS = ["anonymous", "key", "evaluation", "x402"] as const;
 export type CapBucket = (typeof CAP_BUCKETS)[number];
 
 /**
@@ -252,7 +252,7 @@ export class ServiceMetrics extends ProcessMetrics {
     });
     this.capRefusals = new Counter({
       name: "receiptd_cap_refusals_total",
-      help: "Requests refused with 429 daily_cap_reached, by the kind of bucket (anonymous, key, x402).",
+      help: "Requests refused with 429 daily_cap_reached, by the kind of bucket (anonymous, key, evaluation, x402).",
       labelNames: ["bucket"],
       registers,
     });

@@ -1,18 +1,23 @@
 /**
  * Builds what the access plugin needs from the configuration: the key store over the shared
  * document store (so `receiptd keys` acts on what the server sees), the daily caps, the audit
- * log, and — when `X402_PAY_TO` is set — the x402 gate with its nonce ledger and facilitator
- * client. Caps and nonces come from the mode's backends (memory or Redis).
+ * log, — when `X402_PAY_TO` is set — the x402 gate with its nonce ledger and facilitator
+ * client, and — unless `EVALUATION_KEYS=off` — the issuer of evaluation keys. Caps, nonces
+ * and spent challenges come from the mode's backends (memory or Redis).
  */
 import { KeyStore } from "../access/api-keys.js";
 import { AuditLog } from "../access/audit.js";
 import type { CapStore } from "../access/caps.js";
+import type { ChallengeLedger } from "../access/evaluation/challenge-ledger.js";
+import { ADDRESS_KEY_INFO, CHALLENGE_KEY_INFO } from "../access/evaluation/challenges.js";
+import { EvaluationKeys } from "../access/evaluation/issuer.js";
 import type { PaymentOutcome } from "../metrics/metrics.js";
 import { FacilitatorClient } from "../payments/facilitator-client.js";
 import type { NonceLedger } from "../payments/nonce-ledger.js";
 import type { Settlement } from "../payments/settlement-receipt.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import type { ServiceConfig } from "./config.js";
+import type { InternalToken } from "./internal-token.js";
 import type { AccessServices } from "./plugins/access.js";
 import { X402Gate } from "./plugins/x402.js";
 import type { ServiceIdentity } from "./service-key.js";
@@ -22,6 +27,10 @@ export interface AccessServiceDependencies {
   /** Daily caps and the x402 nonce ledger of the mode (memory or Redis); owned by the caller. */
   caps: CapStore;
   nonces: NonceLedger;
+  /** Spent evaluation-key challenges (memory or Redis); owned by the caller. */
+  challenges: ChallengeLedger;
+  /** The deployment's shared secret, from which the challenges' keys are derived. */
+  internalToken: InternalToken;
   identity: ServiceIdentity;
   clock: () => number;
   /** Told about every settled x402 payment; resolves once its receipt job is durable. */
@@ -52,9 +61,26 @@ export function createAccessServices(
           onOutcome: dependencies.onPayment,
         });
   const audit = new AuditLog(config.auditDir, { now: clock });
+  const keys = new KeyStore(documentStore, {
+    defaultDailyCap: config.limits.keyDailyCap,
+    now: clock,
+  });
+  const evaluation =
+    config.evaluationKeys === null
+      ? null
+      : new EvaluationKeys({
+          terms: config.evaluationKeys,
+          keys,
+          caps,
+          ledger: dependencies.challenges,
+          challengeKey: dependencies.internalToken.deriveKey(CHALLENGE_KEY_INFO),
+          addressKey: dependencies.internalToken.deriveKey(ADDRESS_KEY_INFO),
+          clock,
+        });
   return {
-    keys: new KeyStore(documentStore, { defaultDailyCap: config.limits.keyDailyCap, now: clock }),
+    keys,
     caps,
+    evaluation,
     payments,
     audit,
     limits: config.limits,

@@ -26,6 +26,7 @@ import { verifyAnchorRoutes } from "./endpoints/anchors/verify-anchor-route.js";
 import { conformanceRoutes } from "./endpoints/conformance/route.js";
 import { crystalRoutes } from "./endpoints/crystals/route.js";
 import { erc8004Routes } from "./endpoints/erc8004/route.js";
+import { evaluationKeyRoutes } from "./endpoints/evaluation-keys/route.js";
 import { mcpRoutes } from "./endpoints/mcp/route.js";
 import { healthRoutes } from "./endpoints/meta/health.js";
 import { infoRoutes } from "./endpoints/meta/info.js";
@@ -114,6 +115,8 @@ export async function buildApp(
     // reference answers 404 for any of them, so every parameter is routed: Node's 16 KiB
     // header limit already bounds the request line.
     routerOptions: { maxParamLength: MAX_PATH_PARAMETER_CHARACTERS },
+    // `request.ip` is the socket's peer unless TRUST_PROXY names the proxies in front.
+    trustProxy: config.trustProxy,
   });
 
   app.decorate("serviceConfig", config);
@@ -181,6 +184,8 @@ export async function buildApp(
     documentStore,
     caps: backends.caps,
     nonces: backends.nonces,
+    challenges: backends.challenges,
+    internalToken,
     identity,
     clock,
     onSettled: (payment) => settlements.record(payment),
@@ -222,6 +227,7 @@ export async function buildApp(
   app.register(receiptRoutes);
   app.register(erc8004Routes);
   app.register(crystalRoutes);
+  app.register(evaluationKeyRoutes);
   return app;
 }
 

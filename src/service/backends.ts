@@ -2,7 +2,7 @@
  * The two modes of architecture.md, chosen in one place: embedded (memory and files in
  * `DATA_DIR`) unless `REDIS_URL` / `DATABASE_URL` say otherwise. Everything above this module
  * sees only the interfaces — `DocumentStore`, `DigestCache`, `CapStore`, `NonceLedger`,
- * `JobQueue` — so
+ * `ChallengeLedger`, `JobQueue` — so
  * no route knows which mode it runs in.
  *
  * The Redis, BullMQ and PostgreSQL clients are imported only by the mode that uses them:
@@ -22,6 +22,10 @@ import {
   settlementsProcessor,
 } from "../../queues/settlements.js";
 import type { CapStore } from "../access/caps.js";
+import {
+  type ChallengeLedger,
+  MemoryChallengeLedger,
+} from "../access/evaluation/challenge-ledger.js";
 import { MemoryCapStore } from "../access/memory-cap-store.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
@@ -40,6 +44,8 @@ export interface Backends {
   digestCache: DigestCache;
   caps: CapStore;
   nonces: NonceLedger;
+  /** Spent proof-of-work challenges of evaluation keys (replays are refused). */
+  challenges: ChallengeLedger;
   /** The shared Redis connection in distributed mode (queues open their own), else null. */
   redis: RedisConnection | null;
   /** The state of each external dependency this instance uses (none when embedded). */
@@ -73,6 +79,7 @@ export async function openBackends(
       digestCache: new MemoryDigestCache(cacheLimits, clock),
       caps: new MemoryCapStore(clock),
       nonces: new MemoryNonceLedger({ now: clock }),
+      challenges: new MemoryChallengeLedger(clock),
     });
   }
   const [
@@ -81,12 +88,14 @@ export async function openBackends(
     { RedisCapStore },
     { RedisDigestCache },
     { RedisNonceLedger },
+    { RedisChallengeLedger },
   ] = await Promise.all([
     import("../redis/connection.js"),
     import("../redis/fallback-cap-store.js"),
     import("../redis/redis-cap-store.js"),
     import("../redis/redis-digest-cache.js"),
     import("../redis/redis-nonce-ledger.js"),
+    import("../redis/redis-challenge-ledger.js"),
   ]);
   const redis = openRedis({ url: config.redisUrl, prefix: config.redisPrefix, log, outages });
   return backendsOf(config, documentStore, {
@@ -96,20 +105,23 @@ export async function openBackends(
     // verification keeps answering; nonces have no such fallback, so paid calls get 503.
     caps: new FallbackCapStore(new RedisCapStore(redis, clock), { now: clock, log }),
     nonces: new RedisNonceLedger(redis),
+    // No fallback either: a replayed challenge cannot be told while Redis is away (503).
+    challenges: new RedisChallengeLedger(redis, clock),
   });
 }
 
 function backendsOf(
   config: ServiceConfig,
   documentStore: DocumentStore,
-  parts: Pick<Backends, "redis" | "digestCache" | "caps" | "nonces">,
+  parts: Pick<Backends, "redis" | "digestCache" | "caps" | "nonces" | "challenges">,
 ): Backends {
-  const { redis, digestCache, caps, nonces } = parts;
+  const { redis, digestCache, caps, nonces, challenges } = parts;
   return {
     documentStore,
     digestCache,
     caps,
     nonces,
+    challenges,
     redis,
     async health() {
       const report: { redis?: DependencyHealth; db?: DependencyHealth } = {};
@@ -121,6 +133,7 @@ function backendsOf(
       await digestCache.close();
       await caps.close();
       await nonces.close();
+      await challenges.close();
       await documentStore.close();
       await redis?.close();
     },

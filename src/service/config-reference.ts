@@ -8,7 +8,7 @@
  * Defaults come from the constants `config.ts` uses wherever one exists, so a changed default
  * changes the documentation with it.
  */
-import { DEFAULT_HTTP_TIMEOUTS, DEFAULT_LIMITS } from "./config.js";
+import { DEFAULT_EVALUATION_KEYS, DEFAULT_HTTP_TIMEOUTS, DEFAULT_LIMITS } from "./config.js";
 
 /** The programs that read a variable. `cli` is the operator commands (`receiptd keys`, …). */
 export type ConfigProcess = "serve" | "worker" | "cli" | "dev:facilitator";
@@ -18,6 +18,7 @@ export type ConfigGroup =
   | "Files and identity"
   | "Distributed mode"
   | "Access and limits"
+  | "Evaluation keys"
   | "Payments (x402)"
   | "Connections"
   | "Verification threads"
@@ -196,6 +197,63 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: String(DEFAULT_LIMITS.maxResultBytes),
     meaning:
       "Bytes of errors and reasons one request's verdicts may hold; above it, `400 result_too_large`.",
+    processes: SERVE,
+  },
+  {
+    name: "TRUST_PROXY",
+    group: "Access and limits",
+    default: "unset (the socket's peer is the client)",
+    meaning:
+      "The proxies whose `X-Forwarded-For` names the client's address (for the evaluation keys' per-address limit): a comma-separated list of addresses, CIDR ranges, `loopback`, `linklocal`, `uniquelocal`; the client is the nearest address in the header that is not one of them. Also lets those proxies' `X-Forwarded-Proto`/`-Host` name the origin of the MCP server card.",
+    processes: SERVE,
+    example: "10.0.0.0/8",
+  },
+  // Evaluation keys
+  {
+    name: "EVALUATION_KEYS",
+    group: "Evaluation keys",
+    default: "on",
+    meaning:
+      "`on` or `off`: self-served evaluation keys (`GET /keys/evaluation/challenge`, `POST /keys/evaluation`). Off, both answer `404 evaluation_keys_disabled` and `/info` shows `evaluation_keys: null`.",
+    processes: SERVE,
+  },
+  {
+    name: "EVALUATION_KEY_DAILY_CAP",
+    group: "Evaluation keys",
+    default: String(DEFAULT_EVALUATION_KEYS.keyDailyCap),
+    meaning: "Calls per UTC day of one evaluation key (fixed in the key when it is issued).",
+    processes: SERVE,
+  },
+  {
+    name: "EVALUATION_KEY_TTL_HOURS",
+    group: "Evaluation keys",
+    default: String(DEFAULT_EVALUATION_KEYS.ttlHours),
+    meaning:
+      "How long an evaluation key works after its issuance (1–2160); then `401 key_expired`.",
+    processes: SERVE,
+  },
+  {
+    name: "EVALUATION_KEYS_PER_ADDRESS",
+    group: "Evaluation keys",
+    default: String(DEFAULT_EVALUATION_KEYS.perAddressDaily),
+    meaning:
+      "Evaluation keys one client address may obtain per UTC day (IPv6: per /64); then `429 evaluation_limit_reached`.",
+    processes: SERVE,
+  },
+  {
+    name: "EVALUATION_KEYS_PER_DAY",
+    group: "Evaluation keys",
+    default: String(DEFAULT_EVALUATION_KEYS.perDay),
+    meaning:
+      "Evaluation keys issued per UTC day, all clients together; then `429 evaluation_keys_exhausted`.",
+    processes: SERVE,
+  },
+  {
+    name: "EVALUATION_POW_BITS",
+    group: "Evaluation keys",
+    default: String(DEFAULT_EVALUATION_KEYS.powBits),
+    meaning:
+      "Difficulty of the proof of work (0–32): leading zero bits of SHA-256(challenge ‖ nonce); each bit doubles the client's work (16: about 65,000 hashes on average, around half a second of JavaScript SHA-256 on a laptop).",
     processes: SERVE,
   },
   // Payments
@@ -424,6 +482,7 @@ const GROUPS: readonly ConfigGroup[] = [
   "Files and identity",
   "Distributed mode",
   "Access and limits",
+  "Evaluation keys",
   "Payments (x402)",
   "Connections",
   "Verification threads",

@@ -3,6 +3,7 @@
  * validated, then passed down explicitly. Nothing below this module reads `process.env`.
  */
 import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { auditDirFrom } from "../access/audit.js";
@@ -96,6 +97,40 @@ export interface PaymentsConfig {
   publicBaseUrl: string;
 }
 
+/**
+ * Self-served evaluation keys (`POST /keys/evaluation`, docs/evaluation-keys.md); the
+ * configuration holds null when `EVALUATION_KEYS=off`.
+ */
+export interface EvaluationKeysConfig {
+  /** `EVALUATION_KEY_DAILY_CAP`: calls per UTC day of one evaluation key. */
+  keyDailyCap: number;
+  /** `EVALUATION_KEY_TTL_HOURS`: how long a key works from its issuance. */
+  ttlHours: number;
+  /** `EVALUATION_KEYS_PER_ADDRESS`: keys per client address (IPv6: per /64) per UTC day. */
+  perAddressDaily: number;
+  /** `EVALUATION_KEYS_PER_DAY`: keys issued per UTC day, all clients together. */
+  perDay: number;
+  /** `EVALUATION_POW_BITS`: leading zero bits the proof of work must reach. */
+  powBits: number;
+}
+
+export const DEFAULT_EVALUATION_KEYS: Readonly<EvaluationKeysConfig> = {
+  keyDailyCap: 100,
+  ttlHours: 24,
+  perAddressDaily: 2,
+  perDay: 200,
+  powBits: 16,
+};
+
+/**
+ * `TRUST_PROXY`: whose `X-Forwarded-For` names the client (Fastify's `trustProxy`). `false`:
+ * nobody's, the client is the socket's peer; else the addresses or CIDR ranges (or `loopback`,
+ * `linklocal`, `uniquelocal`) of the proxies in front of the service: the client is the
+ * nearest address in `X-Forwarded-For` that is not one of them. (A bare hop count is not
+ * offered: it cannot tell a proxy from a client that sends the header itself.)
+ */
+export type TrustProxy = false | string[];
+
 export interface ServiceConfig {
   host: string;
   port: number;
@@ -134,6 +169,10 @@ export interface ServiceConfig {
    */
   openApiServerUrl: string;
   limits: ServiceLimits;
+  /** Self-served evaluation keys, or null when they are off (`EVALUATION_KEYS=off`). */
+  evaluationKeys: EvaluationKeysConfig | null;
+  /** Which proxies' `X-Forwarded-For` is believed for the client's address. */
+  trustProxy: TrustProxy;
   cpuPool: CpuPoolConfig;
   http: HttpServerConfig;
   /** The `/metrics` listener (`METRICS_PORT`, `METRICS_HOST`, `METRICS_TOKEN`), or null: off. */
@@ -283,6 +322,49 @@ function limitsFrom(env: Env): ServiceLimits {
     keyDailyCap: cap("KEY_DAILY_CAP", DEFAULT_LIMITS.keyDailyCap),
     x402PayerDailyCap: cap("X402_DAILY_CAP", DEFAULT_LIMITS.x402PayerDailyCap),
   };
+}
+
+function evaluationKeysFrom(env: Env): EvaluationKeysConfig | null {
+  const switched = (env.EVALUATION_KEYS ?? "").trim().toLowerCase();
+  if (switched === "off") return null;
+  if (switched !== "" && switched !== "on") {
+    throw new ConfigError(`EVALUATION_KEYS must be on or off, got '${env.EVALUATION_KEYS}'`);
+  }
+  const defaults = DEFAULT_EVALUATION_KEYS;
+  return {
+    keyDailyCap: integerFrom(env, "EVALUATION_KEY_DAILY_CAP", defaults.keyDailyCap, 1, 1_000_000),
+    ttlHours: integerFrom(env, "EVALUATION_KEY_TTL_HOURS", defaults.ttlHours, 1, 24 * 90),
+    perAddressDaily: integerFrom(
+      env,
+      "EVALUATION_KEYS_PER_ADDRESS",
+      defaults.perAddressDaily,
+      1,
+      1_000_000,
+    ),
+    perDay: integerFrom(env, "EVALUATION_KEYS_PER_DAY", defaults.perDay, 1, 100_000_000),
+    powBits: integerFrom(env, "EVALUATION_POW_BITS", defaults.powBits, 0, 32),
+  };
+}
+
+const PROXY_NAMES = new Set(["loopback", "linklocal", "uniquelocal"]);
+
+function trustProxyFrom(env: Env): TrustProxy {
+  const text = env.TRUST_PROXY?.trim() ?? "";
+  if (text === "") return false;
+  return text.split(",").map((entry) => {
+    const item = entry.trim();
+    if (PROXY_NAMES.has(item)) return item;
+    const [address = "", bits, extra] = item.split("/");
+    const family = isIP(address);
+    const prefixOk =
+      bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32));
+    if (family === 0 || !prefixOk || extra !== undefined) {
+      throw new ConfigError(
+        `TRUST_PROXY is a comma-separated list of proxy addresses, CIDR ranges, loopback, linklocal or uniquelocal; got '${item}'`,
+      );
+    }
+    return item;
+  });
 }
 
 function cpuPoolFrom(env: Env): CpuPoolConfig {
@@ -443,6 +525,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     mcpAllowedOrigins: originsFrom(env, "MCP_ALLOWED_ORIGINS"),
     cors: corsFrom(env),
     openApiServerUrl: env.PUBLIC_BASE_URL || "/",
+    evaluationKeys: evaluationKeysFrom(env),
+    trustProxy: trustProxyFrom(env),
     ...rest,
     limits: mergedLimits,
     cpuPool: { ...cpuPoolFrom(env), ...cpuPool },

@@ -64,9 +64,14 @@ export const ERROR_STATUS = {
   crystal_id_mismatch: 400,
   missing_tenant: 400,
   ambiguous_tenant: 400,
+  // Evaluation keys' proof of work (access/evaluation/challenges.ts).
+  invalid_challenge: 400,
+  challenge_expired: 400,
+  insufficient_proof_of_work: 400,
   // 401/402/403: who may call.
   missing_key: 401,
   invalid_key: 401,
+  key_expired: 401,
   internal_token_required: 401,
   payment_required: 402,
   // x402 challenges (402): why a payment (payments/errors.ts) or a pass token
@@ -105,10 +110,12 @@ export const ERROR_STATUS = {
   anchor_not_found: 404,
   receipt_not_found: 404,
   crystal_not_found: 404,
+  evaluation_keys_disabled: 404,
   method_not_allowed: 405,
   not_acceptable: 406,
   request_timeout: 408,
   crystal_conflict: 409,
+  challenge_already_used: 409,
   body_too_large: 413,
   ciphertext_too_large: 413,
   unsupported_media_type: 415,
@@ -117,6 +124,8 @@ export const ERROR_STATUS = {
   task_hash_unbound: 422,
   parent_not_found: 422,
   daily_cap_reached: 429,
+  evaluation_limit_reached: 429,
+  evaluation_keys_exhausted: 429,
   headers_too_large: 431,
   // 5xx: the service, or what it depends on, cannot answer now.
   internal_error: 500,
@@ -133,6 +142,7 @@ export const ERROR_STATUS = {
   settlement_store_unavailable: 503,
   crystal_store_unavailable: 503,
   nonce_ledger_unavailable: 503,
+  challenge_ledger_unavailable: 503,
   payments_unavailable: 503,
   corpus_not_deployed: 503,
 } as const satisfies Record<string, number>;

@@ -4,7 +4,7 @@
  * from loopback. The token is created on first start (32 random bytes, hex, mode 0600) unless
  * the operator supplied the file, and read once at startup: replacing it takes a restart.
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { createFileOnce, readIfPresent } from "../storage/atomic-file.js";
@@ -31,6 +31,16 @@ export class InternalToken {
       );
     }
     this.#digest = sha256(token);
+  }
+
+  /**
+   * A 32-byte key for another use of the deployment's shared secret (HKDF-SHA256 of the
+   * token's digest, salt `receiptd`, `info` naming the use), so every instance derives the
+   * same key, a key reveals nothing about the token, and keys of different uses are
+   * independent. Evaluation-key challenges are signed with one (`access/evaluation`).
+   */
+  deriveKey(info: string): Buffer {
+    return Buffer.from(hkdfSync("sha256", this.#digest, "receiptd", info, 32));
   }
 
   /** Whether `presented` (an `X-Internal-Token` header value) is the token. */

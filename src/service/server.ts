@@ -101,6 +101,8 @@ export interface StartupSummary {
   metrics: "on" | "off";
   redis: "on" | "off";
   database: "on" | "off";
+  /** Whether anyone may obtain an evaluation key (`EVALUATION_KEYS`). */
+  evaluationKeys: "on" | "off";
 }
 
 /** What an operator needs to see at a glance that the process runs as intended. */
@@ -117,6 +119,7 @@ export function startupSummary(config: ServiceConfig, issuer: string, url: strin
     metrics: config.metrics === null ? "off" : "on",
     redis: config.redisUrl === null ? "off" : "on",
     database: config.databaseUrl === null ? "off" : "on",
+    evaluationKeys: config.evaluationKeys === null ? "off" : "on",
   };
 }
 

@@ -13,6 +13,19 @@ import {
   presentedKey,
 } from "../../src/access/api-keys.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
+import { keyStoreContract } from "./key-store-contract.js";
+
+keyStoreContract("FsDocumentStore", async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), "receiptd-keys-contract-"));
+  const store = new FsDocumentStore(dataDir);
+  return {
+    store,
+    async dispose() {
+      await store.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+});
 
 async function listFiles(directory: string): Promise<string[]> {
   const entries = await readdir(directory, { withFileTypes: true, recursive: true });
@@ -48,7 +61,10 @@ describe("KeyStore", () => {
       dailyCap: 50,
       createdAt: "2026-11-21T10:00:00Z",
       revokedAt: null,
+      kind: "standard",
+      expiresAt: null,
     });
+    // A standard key is still written as the version 1 record it always was.
     const stored = await store.get("keys", sha256);
     assert.equal(
       Buffer.from(stored ?? []).toString("utf8"),
@@ -159,7 +175,9 @@ describe("KeyStore", () => {
       assert.deepEqual(Object.keys(key).sort(), [
         "createdAt",
         "dailyCap",
+        "expiresAt",
         "id",
+        "kind",
         "name",
         "plan",
         "revokedAt",
@@ -185,11 +203,13 @@ describe("KeyStore", () => {
     assert.equal(record.name, "ghost");
   });
 
-  test("bad names, plans and caps are refused", async () => {
+  test("bad names, plans and caps are refused (evaluation keys' names and plan are reserved)", async () => {
     for (const options of [
       { name: "" },
       { name: "has space" },
       { name: "svc_lookalike" },
+      { name: "evaluation-0123456789ab" },
+      { name: "ok", plan: "evaluation" },
       { name: "x".repeat(65) },
       { name: "-leading" },
       { name: "ok", plan: "Pro" },

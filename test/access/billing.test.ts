@@ -1,4 +1,4 @@
-/** Metering a month of audit lines: 2xx key calls only, half-up cents. */
+/** Metering a month of audit lines: 2xx key calls only, half-up cents, evaluation keys free. */
 import assert from "node:assert/strict";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -9,6 +9,9 @@ import { amountCents, formatCents, isMonth, meterMonth } from "../../src/access/
 
 const A = "key:aaaaaaaaaaaa";
 const B = "key:bbbbbbbbbbbb";
+/** Evaluation keys: their lines carry a principal of their own. */
+const E = "eval:eeeeeeeeeeee";
+const F = "eval:ffffffffffff";
 
 function lines(day: string, entries: [AuditEvent["principal"], number, number][]): string {
   const timeMs = Date.parse(`${day}T12:00:00Z`);
@@ -71,6 +74,8 @@ describe("meterMonth", () => {
         [A, 304, 1],
         ["anonymous", 200, 7],
         ["x402:0xabcdef0123456789abcdef0123456789abcdef01", 200, 4],
+        [E, 200, 20_000],
+        [E, 429, 1],
       ]),
     );
     // A crash can leave a torn last line; it is skipped, not billed.
@@ -79,6 +84,7 @@ describe("meterMonth", () => {
       `${lines("2026-11-30", [
         [B, 200, 10],
         [A, 299, 1],
+        [F, 201, 3],
       ])}{"time":"2026-11-30T12:00:00Z","princ`,
     );
     await writeFile(join(directory, "2026-10-31.jsonl"), lines("2026-10-31", [[A, 200, 100]]));
@@ -96,9 +102,18 @@ describe("meterMonth", () => {
       ],
       totalCalls: 16,
       totalCents: 1,
+      evaluation: { keys: 2, calls: 20_003, unbilled: 1 },
       files: ["2026-11-01.jsonl", "2026-11-30.jsonl"],
       skippedLines: 1,
     });
+  });
+
+  test("evaluation keys are never billed, however much they are used", async () => {
+    const usage = await meterMonth(directory, "2026-11");
+    // 20,003 successful calls would be 10.00 USD on a key; they are tallied, not priced.
+    assert.equal(usage.evaluation.calls, 20_003);
+    assert.ok(usage.keys.every((line) => !["eeeeeeeeeeee", "ffffffffffff"].includes(line.keyId)));
+    assert.equal(usage.totalCents, 1);
   });
 
   test("a month without files is an empty statement", async () => {
@@ -107,6 +122,7 @@ describe("meterMonth", () => {
       keys: [],
       totalCalls: 0,
       totalCents: 0,
+      evaluation: { keys: 0, calls: 0, unbilled: 0 },
       files: [],
       skippedLines: 0,
     });

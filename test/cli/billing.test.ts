@@ -30,12 +30,15 @@ describe("receiptd billing", () => {
   let dataDir: string;
   let acmeId: string;
   let betaId: string;
+  let evaluationId: string;
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), "receiptd-cli-billing-"));
     const store = new FsDocumentStore(dataDir);
     const keys = new KeyStore(store, { defaultDailyCap: 1000 });
     acmeId = (await keys.create({ name: "acme", plan: "pro" })).record.id;
     betaId = (await keys.create({ name: "beta" })).record.id;
+    evaluationId = (await keys.createEvaluation({ dailyCap: 100, lifetimeMs: 86_400_000 })).record
+      .id;
     await store.close();
     const audit = join(dataDir, "audit");
     await mkdir(audit);
@@ -44,7 +47,10 @@ describe("receiptd billing", () => {
       auditLines("2026-11-03", `key:${acmeId}`, 200, 12_000) +
         auditLines("2026-11-03", `key:${acmeId}`, 429, 3) +
         auditLines("2026-11-03", `key:${betaId}`, 201, 9) +
-        auditLines("2026-11-03", "anonymous", 200, 50),
+        auditLines("2026-11-03", "anonymous", 200, 50) +
+        // A self-served evaluation key, used far past what a key would be billed for.
+        auditLines("2026-11-03", `eval:${evaluationId}`, 200, 15_000) +
+        auditLines("2026-11-03", `eval:${evaluationId}`, 429, 2),
     );
     await writeFile(
       join(audit, "2026-11-30.jsonl"),
@@ -87,9 +93,20 @@ describe("receiptd billing", () => {
         row(["KEY ID", "NAME", "PLAN", "CALLS", "UNBILLED", "AMOUNT USD"]),
         ...keyRows.map(row),
         row(["TOTAL", "", "", "12369", "", "6.19"]),
+        "Evaluation keys (never billed): 1 key(s), 15000 call(s), 2 unbilled",
         "",
       ].join("\n"),
     );
+    assert.ok(!out.stdout.includes(evaluationId), "an evaluation key has no line of its own");
+  });
+
+  test("--json: evaluation keys are tallied apart, at 0.00", () => {
+    const out = billing(["--month", "2026-11", "--json"]);
+    assert.equal(out.status, 0, out.stderr);
+    const statement = JSON.parse(out.stdout);
+    assert.deepEqual(statement.evaluation, { keys: 1, calls: 15_000, unbilled: 2, amount: "0.00" });
+    assert.deepEqual(statement.total, { calls: 12_369, amount: "6.19" });
+    assert.ok(statement.keys.every((line: { id: string }) => line.id !== evaluationId));
   });
 
   test("--json, and --audit pointing elsewhere", async () => {
@@ -101,6 +118,7 @@ describe("receiptd billing", () => {
       rate: { calls: 10_000, amount: "5.00" },
       keys: [{ id: acmeId, name: "acme", plan: "pro", calls: 99, unbilled: 0, amount: "0.05" }],
       total: { calls: 99, amount: "0.05" },
+      evaluation: { keys: 0, calls: 0, unbilled: 0, amount: "0.00" },
       skipped_lines: 0,
     });
 

@@ -60,9 +60,12 @@ describe("receiptd keys", () => {
       "id",
       "name",
       "plan",
+      "kind",
       "daily_cap",
       "effective_daily_cap",
       "created_at",
+      "expires_at",
+      "expired",
       "revoked_at",
     ]);
     assert.match(body.key, /^svc_[0-9a-f]{48}$/);
@@ -73,9 +76,12 @@ describe("receiptd keys", () => {
         id: undefined,
         name: "beta",
         plan: "standard",
+        kind: "standard",
         daily_cap: null,
         effective_daily_cap: 250,
         created_at: undefined,
+        expires_at: null,
+        expired: false,
         revoked_at: null,
       },
     );
@@ -105,14 +111,17 @@ describe("receiptd keys", () => {
     const table = keys(["list"]);
     assert.equal(table.status, 0, table.stderr);
     const rows = table.stdout.trimEnd().split("\n");
-    assert.match(rows[0] ?? "", /^ID {12}NAME {2}PLAN {6}DAILY CAP {7}CREATED {15}REVOKED$/);
+    assert.match(
+      rows[0] ?? "",
+      /^ID {12}NAME {2}PLAN {6}KIND {6}DAILY CAP {7}CREATED {15}EXPIRES {2}REVOKED$/,
+    );
     assert.equal(rows.length, 3);
     for (const { key, id } of created) {
       assert.equal(table.stdout.includes(key), false);
       assert.ok(rows.some((row) => row.startsWith(id)));
     }
-    assert.match(table.stdout, /acme {2}pro {7}5000 /);
-    assert.match(table.stdout, /beta {2}standard {2}1000 \(default\)/);
+    assert.match(table.stdout, /acme {2}pro {7}standard {2}5000 /);
+    assert.match(table.stdout, /beta {2}standard {2}standard {2}1000 \(default\)/);
 
     const json = keys(["list", "--json"], { KEY_DAILY_CAP: "300" });
     assert.equal(json.status, 0);
@@ -125,6 +134,62 @@ describe("receiptd keys", () => {
       ],
     );
     assert.equal(json.stdout.includes("svc_"), false);
+  });
+
+  test("list marks evaluation keys with their expiry; expired ones only with --all", async () => {
+    // One issued two days ago for a day (expired), one issued now (the server's clock).
+    const past = new KeyStore(serverStore, {
+      defaultDailyCap: 1000,
+      now: () => Date.now() - 2 * 86_400_000,
+    });
+    const expired = await past.createEvaluation({ dailyCap: 50, lifetimeMs: 86_400_000 });
+    const live = await server.createEvaluation({ dailyCap: 50, lifetimeMs: 86_400_000 });
+
+    // By default an expired evaluation key is left out, and a line says so.
+    const current = keys(["list"]);
+    assert.equal(current.status, 0, current.stderr);
+    assert.equal(current.stdout.includes(expired.record.id), false);
+    assert.ok(current.stdout.includes(live.record.id));
+    assert.match(current.stdout, /\n1 expired evaluation key\(s\) not shown; --all lists them\n$/);
+    const currentJson = JSON.parse(keys(["list", "--json"]).stdout) as { id: string }[];
+    assert.equal(
+      currentJson.some((key) => key.id === expired.record.id),
+      false,
+    );
+
+    const table = keys(["list", "--all"]);
+    assert.equal(table.status, 0, table.stderr);
+    assert.equal(table.stdout.includes("not shown"), false);
+    const rowOf = (id: string) => table.stdout.split("\n").find((row) => row.startsWith(id)) ?? "";
+    const expiredRow = rowOf(expired.record.id);
+    const liveRow = rowOf(live.record.id);
+    assert.match(
+      expiredRow,
+      new RegExp(
+        `^${expired.record.id} {2}evaluation-${expired.record.id} {2}evaluation {2}evaluation {2}50 +\\S+Z {2}${expired.record.expiresAt} \\(expired\\) {2}-$`,
+      ),
+    );
+    assert.match(
+      liveRow,
+      new RegExp(`evaluation {2}evaluation {2}50 +\\S+Z {2}${live.record.expiresAt} +-$`),
+    );
+    for (const { key } of [expired, live]) assert.equal(table.stdout.includes(key), false);
+
+    const listed = JSON.parse(keys(["list", "--json", "--all"]).stdout) as Record<
+      string,
+      unknown
+    >[];
+    const evaluation = listed.filter((key) => key.kind === "evaluation");
+    assert.deepEqual(
+      evaluation.map((key) => [key.name, key.plan, key.daily_cap, key.expires_at, key.expired]),
+      [
+        [expired.record.name, "evaluation", 50, expired.record.expiresAt, true],
+        [live.record.name, "evaluation", 50, live.record.expiresAt, false],
+      ],
+    );
+    assert.ok(
+      listed.filter((key) => key.kind === "standard").every((key) => key.expires_at === null),
+    );
   });
 
   test("revoke by name and by key; the server refuses them afterwards", async () => {
@@ -147,8 +212,13 @@ describe("receiptd keys", () => {
     assert.equal(again.status, 0);
     assert.match(again.stdout, /was already revoked at/);
 
-    const listed = JSON.parse(keys(["list", "--json"]).stdout) as { revoked_at: unknown }[];
-    for (const key of listed) assert.match(String(key.revoked_at), /Z$/);
+    const listed = JSON.parse(keys(["list", "--json"]).stdout) as {
+      kind: string;
+      revoked_at: unknown;
+    }[];
+    const standard = listed.filter((key) => key.kind === "standard");
+    assert.equal(standard.length, 2);
+    for (const key of standard) assert.match(String(key.revoked_at), /Z$/);
   });
 
   test("revoking what does not exist exits 1", () => {

@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { describe, test } from "node:test";
 import {
   ConfigError,
+  DEFAULT_EVALUATION_KEYS,
   DEFAULT_HTTP_TIMEOUTS,
   DEFAULT_LIMITS,
   defaultMaxConnections,
@@ -36,6 +37,49 @@ describe("loadConfig", () => {
       healthReserveConnections: 16,
     });
     assert.deepEqual(config.mcpAllowedOrigins, []);
+    assert.deepEqual(config.evaluationKeys, DEFAULT_EVALUATION_KEYS);
+    assert.deepEqual(config.evaluationKeys, {
+      keyDailyCap: 100,
+      ttlHours: 24,
+      perAddressDaily: 2,
+      perDay: 200,
+      powBits: 16,
+    });
+    assert.equal(config.trustProxy, false);
+  });
+
+  test("evaluation keys: terms from the environment, or off", () => {
+    const config = loadConfig({
+      EVALUATION_KEYS: "on",
+      EVALUATION_KEY_DAILY_CAP: "25",
+      EVALUATION_KEY_TTL_HOURS: "2",
+      EVALUATION_KEYS_PER_ADDRESS: "1",
+      EVALUATION_KEYS_PER_DAY: "40",
+      EVALUATION_POW_BITS: "0",
+    });
+    assert.deepEqual(config.evaluationKeys, {
+      keyDailyCap: 25,
+      ttlHours: 2,
+      perAddressDaily: 1,
+      perDay: 40,
+      powBits: 0,
+    });
+    for (const off of ["off", "OFF", " off "]) {
+      assert.equal(loadConfig({ EVALUATION_KEYS: off }).evaluationKeys, null);
+    }
+    // Off, the terms are not read, so a stale one does not stop the start.
+    assert.equal(
+      loadConfig({ EVALUATION_KEYS: "off", EVALUATION_POW_BITS: "99" }).evaluationKeys,
+      null,
+    );
+  });
+
+  test("TRUST_PROXY: proxy addresses, CIDR ranges and proxy-addr's names", () => {
+    assert.deepEqual(
+      loadConfig({ TRUST_PROXY: "10.0.0.0/8, 192.0.2.7,2001:db8::/32, loopback" }).trustProxy,
+      ["10.0.0.0/8", "192.0.2.7", "2001:db8::/32", "loopback"],
+    );
+    assert.equal(loadConfig({ TRUST_PROXY: " " }).trustProxy, false);
   });
 
   test("the connection cap stays below the open-file limit", () => {
@@ -135,6 +179,17 @@ describe("loadConfig", () => {
     ["MCP_ALLOWED_ORIGINS", "app.example"],
     ["MCP_ALLOWED_ORIGINS", "https://app.example/path"],
     ["MCP_ALLOWED_ORIGINS", "ftp://app.example"],
+    ["EVALUATION_KEYS", "yes"],
+    ["EVALUATION_KEY_DAILY_CAP", "0"],
+    ["EVALUATION_KEY_TTL_HOURS", "0"],
+    ["EVALUATION_KEY_TTL_HOURS", "2161"],
+    ["EVALUATION_KEYS_PER_ADDRESS", "0"],
+    ["EVALUATION_KEYS_PER_DAY", "0"],
+    ["EVALUATION_POW_BITS", "33"],
+    ["TRUST_PROXY", "1"],
+    ["TRUST_PROXY", "true"],
+    ["TRUST_PROXY", "10.0.0.0/33"],
+    ["TRUST_PROXY", "proxy.example"],
   ] as const) {
     test(`${name}=${value} is refused`, () => {
       assert.throws(() => loadConfig({ [name]: value }), ConfigError);

@@ -40,7 +40,8 @@ const COMMAND = "RECORD_ANSWERS=1 node --import tsx --test test/service/recorded
  * Error codes the recording must reach: every `error` the service answers with from outside,
  * as listed by grepping `error: "` and the refusal helpers in src/. Not here
  * (not reachable from outside without breaking a dependency): store_unavailable and the
- * *_store_unavailable codes, nonce_ledger_unavailable, internal_error, the facilitator's
+ * *_store_unavailable codes, nonce_ledger_unavailable, challenge_ledger_unavailable,
+ * internal_error, the facilitator's
  * facilitator_timeout/_error/_bad_response.
  */
 const EXPECTED_ERRORS = [
@@ -61,14 +62,21 @@ const EXPECTED_ERRORS = [
   "batch_too_large",
   "body_too_large",
   "bundle_not_canonicalizable",
+  "challenge_already_used",
+  "challenge_expired",
   "ciphertext_too_large",
   "corpus_not_deployed",
   "crystal_conflict",
   "crystal_id_mismatch",
   "crystal_not_found",
   "daily_cap_reached",
+  "evaluation_keys_disabled",
+  "evaluation_keys_exhausted",
+  "evaluation_limit_reached",
   "facilitator_unreachable",
   "internal_token_required",
+  "insufficient_proof_of_work",
+  "invalid_challenge",
   "invalid_ciphertext",
   "invalid_created_at",
   "invalid_crystal_id",
@@ -88,6 +96,7 @@ const EXPECTED_ERRORS = [
   "invalid_tenant_hash",
   "invalid_transaction_hash",
   "invalid_x402_version",
+  "key_expired",
   "loopback_only",
   "metadata_too_large",
   "method_not_allowed",

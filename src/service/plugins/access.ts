@@ -21,9 +21,11 @@ import {
   isChargedStatus,
   rateLimitHeaders,
 } from "../../access/caps.js";
+import type { EvaluationKeys } from "../../access/evaluation/issuer.js";
 import {
   ANONYMOUS,
   capBucketOf,
+  evaluationPrincipal,
   keyPrincipal,
   type Principal,
   x402Principal,
@@ -50,12 +52,15 @@ import {
 /**
  * - `keyed`: an API key or an x402 payment per call (verification, anchors, conformance);
  * - `leased`: an API key, or an x402 lease / day pass (ERC-8004 validation, crystal writes);
- * - `keyless`: anyone, counted against the anonymous cap (reads, metadata);
+ * - `keyless`: anyone, counted against the anonymous cap (reads, metadata); a request that
+ *   presents a key is counted against the key instead;
+ * - `anonymous`: anyone, always counted against the anonymous cap, credentials unread
+ *   (issuing evaluation keys: a key in hand does not buy more of them);
  * - `mixed`: the route decides per request with `keyedAccess` (MCP: discovery is keyless,
  *   `tools/call` is keyed);
  * - `internal`: loopback plus the internal token (settlement ingestion), checked by the route.
  */
-export type RouteAccess = "keyed" | "leased" | "keyless" | "mixed" | "internal";
+export type RouteAccess = "keyed" | "leased" | "keyless" | "anonymous" | "mixed" | "internal";
 
 /** How a request authenticated, once `onRequest` has run. */
 export type Credential =
@@ -77,7 +82,7 @@ declare module "fastify" {
   }
   interface FastifyRequest {
     /**
-     * Who the request is counted against once access is checked: `key:<id>`,
+     * Who the request is counted against once access is checked: `key:<id>`, `eval:<id>`,
      * `x402:<payer>` or `anonymous`. Tenancy (crystals) and audit lines use it.
      */
     principal: Principal;
@@ -91,6 +96,8 @@ declare module "fastify" {
 export interface AccessServices {
   keys: KeyStore;
   caps: CapStore;
+  /** The issuer of self-served evaluation keys; null when `EVALUATION_KEYS=off`. */
+  evaluation: EvaluationKeys | null;
   /** Null when payments are off (`X402_PAY_TO` unset): keyless keyed calls get 401. */
   payments: X402Gate | null;
   audit: AuditLog;
@@ -128,6 +135,18 @@ function invalidKey(): AccessRefusal {
     "invalid_key",
     {
       hint: "the key is unknown or revoked; ask the operator for a valid key",
+      docs: DOCS,
+    },
+    { "www-authenticate": 'Bearer realm="receiptd", error="invalid_token"' },
+  );
+}
+
+/** A self-served evaluation key past its lifetime: refused like a bad key, with its own code. */
+function keyExpired(expiresAt: string | null): AccessRefusal {
+  return accessRefusal(
+    "key_expired",
+    {
+      hint: `the key expired at ${expiresAt}; evaluation keys are short-lived: get a new one (POST /keys/evaluation) or ask the operator for a key`,
       docs: DOCS,
     },
     { "www-authenticate": 'Bearer realm="receiptd", error="invalid_token"' },
@@ -241,10 +260,15 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     // Unmatched URLs (404) and internal routes are not the public's calls to count.
     if (access === undefined || route === undefined || access === "internal") return;
     if (UNCOUNTED_ROUTES.has(route)) return;
+    const { limits } = services;
+    if (access === "anonymous") {
+      const refusal = await charge(request, reply, ANONYMOUS, limits.anonymousDailyCap);
+      if (refusal !== null) return send(reply, refusal);
+      return;
+    }
     if (headerCount(request.raw, "authorization") > 1) {
       return send(reply, conflictingCredentials());
     }
-    const { limits } = services;
 
     let pass: string | null;
     try {
@@ -262,8 +286,16 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
 
     if (key !== null) {
       const authentication = await services.keys.authenticate(key);
-      if (!authentication.ok) return send(reply, invalidKey());
-      request.principal = keyPrincipal(authentication.key.id);
+      if (!authentication.ok) {
+        return send(
+          reply,
+          authentication.error === "key_expired"
+            ? keyExpired(authentication.key.expiresAt)
+            : invalidKey(),
+        );
+      }
+      const { id, kind } = authentication.key;
+      request.principal = kind === "evaluation" ? evaluationPrincipal(id) : keyPrincipal(id);
       request.credential = { kind: "key" };
       const cap = dailyCapOf(authentication.key, limits.keyDailyCap);
       const refusal = await charge(request, reply, request.principal, cap);

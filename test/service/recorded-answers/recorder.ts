@@ -24,16 +24,27 @@
  * 7. MCP `content[].text` holding a payload that normalisers 2–5 changed: the text is the
  *    payload's compact JSON, so it is parsed, normalised and written again (only after
  *    checking that writing the parsed text again gives the text back).
+ * 8. `challenge` of `GET /keys/evaluation/challenge`: a random salt under an HMAC; its form is
+ *    checked, its MAC verified under the key derived from the fixed internal token, and its
+ *    difficulty and expiry compared with the answer's; then it is replaced wherever it
+ *    appears (the bodies of later `POST /keys/evaluation`).
+ * 9. `key`, `id` and `name` of an issued evaluation key (`POST /keys/evaluation`, 201): random
+ *    by design; the key is checked to be `svc_` + 48 hex, the id to be its SHA-256's first 12
+ *    digits and the name `evaluation-<id>`; the key is then replaced wherever it appears
+ *    (later requests presenting it).
  * Not recorded at all: the `Date` header of socket answers (wall clock). Request headers
  * that carry runtime-made API keys are recorded under a name (`<key main>`): the keys are
  * inputs, never echoed in an answer (the recording is checked for that).
  */
-import { createHash } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { hashTypedData, recoverAddress } from "viem";
+import { CHALLENGE_KEY_INFO } from "../../../src/access/evaluation/challenges.js";
+import { parseChallenge } from "../../../src/access/evaluation/proof-of-work.js";
 import type { ConfigOverrides } from "../../../src/service/config.js";
+import { InternalToken } from "../../../src/service/internal-token.js";
 import { verifyEd25519 } from "../../../src/verifier/crypto/ed25519.js";
 import { canonicalBytes } from "../../../src/verifier/json/canonical.js";
 import { dumpCompact, dumpJson } from "../../../src/verifier/json/dump.js";
@@ -47,7 +58,7 @@ import {
   toPlain,
 } from "../../../src/verifier/json/value.js";
 import { startTestService, temporaryDataDir } from "../support/service.js";
-import { VALIDATOR_ADDRESS, writeFixedIdentity } from "./fixtures.js";
+import { INTERNAL_TOKEN, VALIDATOR_ADDRESS, writeFixedIdentity } from "./fixtures.js";
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "DELETE" | "OPTIONS";
 
@@ -112,6 +123,9 @@ export const PLACEHOLDERS = {
   eip712Digest: "<EIP-712 digest, recomputed>",
   secp256k1: "<secp256k1 signature, recovers the validator address>",
   anchorEtag: '"<sha256 of the stored anchor document, checked>"',
+  evaluationChallenge: "<evaluation challenge, MAC verified>",
+  evaluationKey: "<evaluation key, checked: svc_ + 48 hex>",
+  evaluationKeyId: "<its id: the first 12 hex digits of its SHA-256, checked>",
 } as const;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -267,6 +281,38 @@ function storedAnchor(
   const expected = `"${createHash("sha256").update(raw).digest("hex")}"`;
   if (etag !== expected) fail(`the anchor document's ETag ${etag} is not the SHA-256 of its bytes`);
   context.learn(etag, PLACEHOLDERS.anchorEtag);
+}
+
+/** Normaliser 8, on the body of `GET /keys/evaluation/challenge`. */
+function evaluationChallenge(body: JsonValue, context: Context): void {
+  if (!isObject(body)) return;
+  const token = body.get("challenge");
+  const fields = typeof token === "string" ? parseChallenge(token) : null;
+  if (typeof token !== "string" || fields === null) fail(`not a challenge token: ${String(token)}`);
+  const key = new InternalToken(INTERNAL_TOKEN).deriveKey(CHALLENGE_KEY_INFO);
+  const mac = createHmac("sha256", key).update(fields.signed, "ascii").digest("base64url");
+  if (mac !== fields.mac) fail("the challenge's MAC does not verify under the fixed token");
+  const expiresAt = new Date(fields.expiresAt * 1000).toISOString().replace(".000Z", "Z");
+  if (body.get("difficulty") !== fields.difficulty || body.get("expires_at") !== expiresAt) {
+    fail("the challenge's difficulty or expiry differs from the answer's");
+  }
+  body.set("challenge", PLACEHOLDERS.evaluationChallenge);
+  context.learn(token, PLACEHOLDERS.evaluationChallenge);
+}
+
+/** Normaliser 9, on a `201` of `POST /keys/evaluation`. */
+function issuedEvaluationKey(body: JsonValue, context: Context): void {
+  if (!isObject(body)) return;
+  const key = body.get("key");
+  if (typeof key !== "string" || !/^svc_[0-9a-f]{48}$/.test(key)) fail("not an API key");
+  const id = createHash("sha256").update(key).digest("hex").slice(0, 12);
+  if (body.get("id") !== id || body.get("name") !== `evaluation-${id}`) {
+    fail("the key's id or name does not follow from its hash");
+  }
+  body.set("key", PLACEHOLDERS.evaluationKey);
+  body.set("id", PLACEHOLDERS.evaluationKeyId);
+  body.set("name", `evaluation-${PLACEHOLDERS.evaluationKeyId}`);
+  context.learn(key, PLACEHOLDERS.evaluationKey);
 }
 
 // ---- the recorder ----
@@ -477,6 +523,12 @@ export class Recorder {
       if (parsed !== undefined) {
         if (context.route === "GET /anchors/:digest") {
           storedAnchor(parsed, answer.body, answer.headers.etag, context);
+        }
+        if (context.route === "GET /keys/evaluation/challenge" && answer.status === 200) {
+          evaluationChallenge(parsed, context);
+        }
+        if (context.route === "POST /keys/evaluation" && answer.status === 201) {
+          issuedEvaluationKey(parsed, context);
         }
         normaliseValue(parsed, context);
         body = parsed;

@@ -13,11 +13,16 @@
  * - `paid`: x402 through the local facilitator peer: paid calls, receipts, passes, replays.
  * - `saturated`: one thread, one queue slot and a verify task that waits for a gate, so a
  *   third concurrent request is shed with 503 without depending on timing.
+ * - `evaluation`: self-served evaluation keys with small terms (a key cap of 2, one key per
+ *   address and two a day, 8 bits of work): the flow, each refusal, the key's cap and expiry.
+ * - `evaluation-off`: the same routes with `EVALUATION_KEYS=off`.
  */
 import { createServer } from "node:net";
 import { BroadcastChannel } from "node:worker_threads";
 import { keccak_256 } from "@noble/hashes/sha3";
 import { privateKeyToAccount } from "viem/accounts";
+import { nodeSha256 } from "../../../src/access/evaluation/node-sha256.js";
+import { solveProofOfWork } from "../../../src/access/evaluation/proof-of-work.js";
 import { startFacilitatorPeer } from "../../../src/payments/facilitator-peer.js";
 import type { Hex } from "../../../src/payments/formats.js";
 import { requirementFromWire } from "../../../src/payments/requirements.js";
@@ -105,6 +110,8 @@ export async function recordAll(recorder: Recorder): Promise<void> {
   await unreachableService(recorder);
   await paidService(recorder);
   await saturatedService(recorder);
+  await evaluationService(recorder);
+  await evaluationOffService(recorder);
 }
 
 async function withService(
@@ -1736,4 +1743,177 @@ async function saturatedService(r: Recorder): Promise<void> {
   } finally {
     gate.close();
   }
+}
+
+// ---- evaluation keys ------------------------------------------------------------------------
+
+const EVALUATION_TERMS = {
+  keyDailyCap: 2,
+  ttlHours: 1,
+  perAddressDaily: 1,
+  perDay: 2,
+  powBits: 8,
+};
+
+async function evaluationService(r: Recorder): Promise<void> {
+  const clock = { now: T0 };
+  await withService(
+    "evaluation",
+    { evaluationKeys: EVALUATION_TERMS },
+    () => clock.now,
+    async (s) => {
+      const call = (c: Call) => r.inject(s, c);
+      let solved = 0;
+      /** A challenge and a nonce solving it (recorded under placeholders). */
+      const challenge = async (name: string) => {
+        const answer = await call({ name, method: "GET", url: "/keys/evaluation/challenge" });
+        const { challenge: token, difficulty } = JSON.parse(answer.text);
+        solved += 1;
+        const nonce = solveProofOfWork(nodeSha256, token, difficulty, {
+          prefix: `recorded-nonce-${solved}-`,
+        });
+        if (nonce === null) throw new Error("no nonce found");
+        r.substitute(nonce, "<nonce that solves it>");
+        return { token: token as string, nonce };
+      };
+      const issue = (name: string, body: string, remoteAddress?: string) =>
+        call({
+          name,
+          method: "POST",
+          url: "/keys/evaluation",
+          headers: JSON_TYPE,
+          body,
+          ...(remoteAddress === undefined ? {} : { remoteAddress }),
+        });
+      const solution = (c: { token: string; nonce: string }) =>
+        JSON.stringify({ challenge: c.token, nonce: c.nonce });
+
+      const first = await challenge("evaluation: GET /keys/evaluation/challenge");
+      await call({
+        name: "evaluation: HEAD /keys/evaluation/challenge",
+        method: "HEAD",
+        url: "/keys/evaluation/challenge",
+      });
+      await issue(
+        "evaluation: POST /keys/evaluation, not JSON → 400 invalid_json",
+        '{"challenge":',
+      );
+      await issue(
+        "evaluation: POST /keys/evaluation without a nonce → 400 bad_shape",
+        JSON.stringify({ challenge: first.token }),
+      );
+      const mac = first.token.slice(first.token.lastIndexOf(".") + 1);
+      const altered = first.token.replace(mac, "A".repeat(43));
+      r.substitute(altered, "<that challenge with its MAC replaced by 43 A>");
+      await issue(
+        "evaluation: POST /keys/evaluation, challenge altered → 400 invalid_challenge",
+        JSON.stringify({ challenge: altered, nonce: first.nonce }),
+      );
+      let weak = 0;
+      const weakNonce = () => `recorded-weak-${weak}`;
+      while (
+        solveProofOfWork(nodeSha256, first.token, EVALUATION_TERMS.powBits, {
+          prefix: "recorded-weak-",
+          start: weak,
+          maxAttempts: 1,
+        }) !== null
+      ) {
+        weak += 1;
+      }
+      r.substitute(weakNonce(), "<nonce short of the difficulty>");
+      await issue(
+        "evaluation: POST /keys/evaluation, work short of the difficulty → 400 insufficient_proof_of_work",
+        JSON.stringify({ challenge: first.token, nonce: weakNonce() }),
+      );
+      const issued = await issue(
+        "evaluation: POST /keys/evaluation → 201 an evaluation key",
+        solution(first),
+      );
+      const key = { "x-svc-key": JSON.parse(issued.text).key as string };
+      await issue(
+        "evaluation: POST /keys/evaluation, the challenge again → 409 challenge_already_used",
+        solution(first),
+      );
+      for (const [index, expected] of ["1 of 2", "2 of 2"].entries()) {
+        await call({
+          name: `evaluation: POST /verify with the evaluation key (${expected}${index === 0 ? ", TRUSTED" : ""})`,
+          method: "POST",
+          url: "/verify",
+          headers: key,
+          ...corpusCall(GOOD),
+        });
+      }
+      await call({
+        name: "evaluation: POST /verify over the evaluation key's cap → 429 daily_cap_reached",
+        method: "POST",
+        url: "/verify",
+        headers: key,
+        ...corpusCall(GOOD),
+      });
+      const second = await challenge("evaluation: GET /keys/evaluation/challenge (second)");
+      await issue(
+        "evaluation: POST /keys/evaluation, same address again → 429 evaluation_limit_reached",
+        solution(second),
+      );
+      // The refusal spent that challenge: each attempt needs a new one.
+      const third = await challenge("evaluation: GET /keys/evaluation/challenge (third)");
+      await issue(
+        "evaluation: POST /keys/evaluation from another address → 201",
+        solution(third),
+        "192.0.2.2",
+      );
+      const fourth = await challenge("evaluation: GET /keys/evaluation/challenge (fourth)");
+      await issue(
+        "evaluation: POST /keys/evaluation past the day's keys → 429 evaluation_keys_exhausted",
+        solution(fourth),
+        "192.0.2.3",
+      );
+      clock.now = T0 + 301_000;
+      await issue(
+        "evaluation: POST /keys/evaluation, 301 s later → 400 challenge_expired",
+        solution(fourth),
+        "192.0.2.3",
+      );
+      await issue(
+        "evaluation: POST /keys/evaluation, body over 4 KiB → 413 body_too_large",
+        JSON.stringify({ challenge: "x".repeat(4096), nonce: "1" }),
+      );
+      clock.now = T0 + 3_600_000;
+      await call({
+        name: "evaluation: POST /verify with the evaluation key an hour later → 401 key_expired",
+        method: "POST",
+        url: "/verify",
+        headers: key,
+        ...corpusCall(GOOD),
+      });
+      await call({
+        name: "evaluation: GET /info (the terms in force)",
+        method: "GET",
+        url: "/info",
+      });
+    },
+  );
+}
+
+async function evaluationOffService(r: Recorder): Promise<void> {
+  await withService(
+    "evaluation-off",
+    { evaluationKeys: null },
+    () => T0,
+    async (s) => {
+      const call = (c: Call) => r.inject(s, c);
+      await call({
+        name: "evaluation-off: GET /keys/evaluation/challenge → 404 evaluation_keys_disabled",
+        method: "GET",
+        url: "/keys/evaluation/challenge",
+      });
+      await call({
+        name: "evaluation-off: POST /keys/evaluation → 404 evaluation_keys_disabled",
+        method: "POST",
+        url: "/keys/evaluation",
+        headers: JSON_TYPE,
+        body: '{"challenge":"x","nonce":"1"}',
+      });
+    },
+  );
 }

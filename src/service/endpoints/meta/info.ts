@@ -19,6 +19,8 @@ import {
 import { VERIFIER_VERSION } from "../../../verifier/version.js";
 import { SERVICE_NAME } from "../../service-name.js";
 import { crystalsInfo, crystalsInfoSchema } from "../crystals/route.js";
+import { evaluationTerms } from "../evaluation-keys/answer.js";
+import { evaluationTermsSchema } from "../evaluation-keys/schemas.js";
 
 const stringList = { type: "array", items: { type: "string" } } as const;
 const looseObject = { type: "object", additionalProperties: true } as const;
@@ -40,6 +42,7 @@ const infoSchema = {
         "conformance",
         "crystals",
         "limits",
+        "evaluation_keys",
         "privacy",
       ],
       properties: {
@@ -110,6 +113,7 @@ const infoSchema = {
             digest_cache: looseObject,
           },
         },
+        evaluation_keys: evaluationTermsSchema,
         privacy: looseObject,
         payments: {
           description: "x402 terms, or null when payments are off",
@@ -231,10 +235,14 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
         },
       },
       payments: paymentsInfo(app.serviceConfig.payments.settings),
+      evaluation_keys: evaluationTerms(app.accessServices.evaluation),
       privacy: {
         request_bodies: "never logged or stored, except documents you ask to host (anchors)",
         logs: "request id, method, route template, status, latency; no query strings or IPs",
         digest_cache: "opt-in per request; without ?cache=1 nothing about a request is kept",
+        client_addresses:
+          "never logged or stored; issuing an evaluation key counts against a keyed hash of " +
+          "the address (IPv6: of its /64), dropped once the UTC day is over",
       },
     };
   };

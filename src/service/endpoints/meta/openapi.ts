@@ -26,6 +26,7 @@ type Tag =
   | "crystals"
   | "mcp"
   | "conformance"
+  | "keys"
   | "meta";
 
 const TAGS: Record<Tag, string> = {
@@ -37,6 +38,7 @@ const TAGS: Record<Tag, string> = {
   crystals: "Sealed memory crystals and their lineage",
   mcp: "The Model Context Protocol endpoint and its server card",
   conformance: "The conformance referee",
+  keys: "Self-served evaluation API keys",
   meta: "Health, service information and this document",
 };
 
@@ -137,6 +139,16 @@ const OPERATIONS: Record<string, OperationName> = {
     summary: "Grade an implementation's answers",
     tag: "conformance",
   },
+  "GET /keys/evaluation/challenge": {
+    operationId: "getEvaluationChallenge",
+    summary: "Get a proof-of-work challenge for an evaluation key",
+    tag: "keys",
+  },
+  "POST /keys/evaluation": {
+    operationId: "issueEvaluationKey",
+    summary: "Issue an evaluation key for a solved challenge",
+    tag: "keys",
+  },
   "GET /health": { operationId: "getHealth", summary: "Liveness and dependencies", tag: "meta" },
   "GET /info": { operationId: "getInfo", summary: "What this service is", tag: "meta" },
   "GET /openapi.json": { operationId: "getOpenApi", summary: "This OpenAPI document", tag: "meta" },
@@ -150,7 +162,7 @@ const SECURITY_SCHEMES = {
     type: "http",
     scheme: "bearer",
     bearerFormat: "svc_<48 hex digits>",
-    description: `An API key issued by the operator (${KEY_FORMAT}): \`Authorization: Bearer svc_…\`.`,
+    description: `An API key issued by the operator, or a self-served evaluation key (${KEY_FORMAT}): \`Authorization: Bearer svc_…\`.`,
   },
   svcKey: {
     type: "apiKey",
@@ -222,11 +234,15 @@ function derivedCodes(path: string, facts: RouteFacts, payments: boolean): Error
   // Any request: a URL or header Node cannot read, a full connection table, a fault.
   const codes: ErrorCode[] = ["bad_request", "too_many_connections", "internal_error"];
   const { access } = facts;
+  // `anonymous` routes read no credential, so none can conflict.
   if (access !== "internal" && access !== undefined && !UNCOUNTED.has(path)) {
-    codes.push("conflicting_credentials", "daily_cap_reached");
+    codes.push(
+      ...(access === "anonymous" ? [] : (["conflicting_credentials"] as const)),
+      "daily_cap_reached",
+    );
   }
   if (access === "keyed" || access === "leased" || access === "mixed") {
-    codes.push("missing_key", "invalid_key");
+    codes.push("missing_key", "invalid_key", "key_expired");
     if (payments) {
       codes.push(
         ...PAYMENT_CODES.filter((code) => access === "leased" || !code.startsWith("pass_")),

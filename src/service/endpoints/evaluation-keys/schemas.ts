@@ -1,0 +1,106 @@
+/**
+ * The schemas of self-served evaluation keys, in one place: the two routes' request and
+ * answers, and the `evaluation_keys` section of `/info`, which states the same terms. The
+ * OpenAPI document is generated from them (docs/evaluation-keys.md explains the flow).
+ */
+import {
+  MAX_DIFFICULTY,
+  PROOF_OF_WORK_ALGORITHM,
+} from "../../../access/evaluation/proof-of-work.js";
+
+const NONCE_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
+const UTC_SECONDS = "RFC 3339 UTC, whole seconds";
+
+/** How the work is checked, as `/info` and the challenge route describe it. */
+export const PROOF_OF_WORK_RULE =
+  "find a nonce (1–64 characters of A–Z a–z 0–9 - _) such that SHA-256 of the ASCII bytes of " +
+  "challenge followed directly by the ASCII bytes of nonce starts with `difficulty` zero bits";
+
+export const challengeSchema = {
+  type: "object",
+  description: "a proof-of-work challenge: solve it, then spend it once on POST /keys/evaluation",
+  required: ["challenge", "algorithm", "difficulty", "expires_at"],
+  properties: {
+    challenge: {
+      type: "string",
+      description:
+        "`evk1.<difficulty>.<expires, Unix s>.<salt>.<HMAC>`, opaque to the client but for " +
+        "the work; signed by the service, so nothing is stored until it is spent",
+    },
+    algorithm: { type: "string", enum: [PROOF_OF_WORK_ALGORITHM] },
+    difficulty: {
+      type: "integer",
+      minimum: 0,
+      maximum: MAX_DIFFICULTY,
+      description: "leading zero bits SHA-256(challenge ‖ nonce) must have",
+    },
+    expires_at: { type: "string", description: `when the challenge is refused (${UTC_SECONDS})` },
+  },
+} as const;
+
+export const issueBodySchema = {
+  type: "object",
+  description: "a solved challenge",
+  required: ["challenge", "nonce"],
+  additionalProperties: false,
+  properties: {
+    challenge: {
+      type: "string",
+      maxLength: 256,
+      description: "as GET /keys/evaluation/challenge returned it",
+    },
+    nonce: { type: "string", pattern: NONCE_PATTERN, description: PROOF_OF_WORK_RULE },
+  },
+} as const;
+
+export const issuedKeySchema = {
+  type: "object",
+  description:
+    "the evaluation key, shown only in this answer (the service keeps its SHA-256), with its terms",
+  required: ["key", "id", "name", "kind", "daily_cap", "created_at", "expires_at", "note"],
+  properties: {
+    key: {
+      type: "string",
+      description: "`svc_` + 48 hex digits; send it as `Authorization: Bearer` or `X-SVC-Key`",
+    },
+    id: { type: "string", description: "the key's id (12 hex digits of its SHA-256)" },
+    name: { type: "string", description: "`evaluation-<id>`, as `receiptd keys list` shows it" },
+    kind: { type: "string", enum: ["evaluation"] },
+    daily_cap: { type: "integer", description: "calls per UTC day" },
+    created_at: { type: "string", description: UTC_SECONDS },
+    expires_at: {
+      type: "string",
+      description: `after it the key is refused with 401 key_expired (${UTC_SECONDS})`,
+    },
+    note: { type: "string", description: "the terms in words" },
+  },
+} as const;
+
+/** `/info` `evaluation_keys`: null when the feature is off. */
+export const evaluationTermsSchema = {
+  type: ["object", "null"],
+  description:
+    "self-served evaluation keys: how to get one and its terms; null when the operator switched them off",
+  properties: {
+    challenge: { type: "string", description: "where to get a proof-of-work challenge" },
+    issue: { type: "string", description: "where to spend it for a key" },
+    key_daily_cap: { type: "integer", description: "calls per UTC day of one evaluation key" },
+    key_lifetime_hours: { type: "integer" },
+    keys_per_address_daily: {
+      type: "integer",
+      description: "keys one client address (IPv6: /64) may obtain per UTC day",
+    },
+    keys_per_day: { type: "integer", description: "keys issued per UTC day, all clients" },
+    proof_of_work: {
+      type: "object",
+      properties: {
+        algorithm: { type: "string" },
+        difficulty: { type: "integer" },
+        rule: { type: "string" },
+        challenge_ttl_s: { type: "integer" },
+      },
+    },
+    counted_against: { type: "string" },
+    billing: { type: "string" },
+  },
+} as const;

@@ -1,0 +1,199 @@
+/**
+ * The issuer of evaluation keys, without HTTP: the order of its checks, the two daily limits
+ * and what is given back when a later step refuses or fails.
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { KeyStore } from "../../../src/access/api-keys.js";
+import { MemoryChallengeLedger } from "../../../src/access/evaluation/challenge-ledger.js";
+import {
+  ADDRESS_BUCKET_PREFIX,
+  ChallengeLedgerUnavailableError,
+  EvaluationKeys,
+  type EvaluationTerms,
+  ISSUANCE_BUCKET,
+} from "../../../src/access/evaluation/issuer.js";
+import { nodeSha256 } from "../../../src/access/evaluation/node-sha256.js";
+import { solveProofOfWork } from "../../../src/access/evaluation/proof-of-work.js";
+import { MemoryCapStore } from "../../../src/access/memory-cap-store.js";
+import {
+  type DocumentStore,
+  DocumentStoreUnavailableError,
+} from "../../../src/storage/document-store.js";
+import { FsDocumentStore } from "../../../src/storage/fs-document-store.js";
+
+const T0 = Date.parse("2026-11-21T10:00:00Z");
+const TERMS: EvaluationTerms = {
+  keyDailyCap: 7,
+  ttlHours: 2,
+  perAddressDaily: 1,
+  perDay: 3,
+  powBits: 4,
+};
+
+describe("EvaluationKeys", () => {
+  let dataDir: string;
+  let documents: FsDocumentStore;
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), "receiptd-evaluation-"));
+    documents = new FsDocumentStore(dataDir);
+  });
+  after(async () => {
+    await documents.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  function issuer(options: { terms?: Partial<EvaluationTerms>; store?: DocumentStore } = {}) {
+    const clock = { now: T0 };
+    const caps = new MemoryCapStore(() => clock.now);
+    const ledger = new MemoryChallengeLedger(() => clock.now);
+    const keys = new KeyStore(options.store ?? documents, {
+      defaultDailyCap: 1000,
+      now: () => clock.now,
+    });
+    const evaluation = new EvaluationKeys({
+      terms: { ...TERMS, ...options.terms },
+      keys,
+      caps,
+      ledger,
+      challengeKey: randomBytes(32),
+      addressKey: randomBytes(32),
+      clock: () => clock.now,
+    });
+    const solved = () => {
+      const { challenge, difficulty } = evaluation.challenge();
+      return { challenge, nonce: solveProofOfWork(nodeSha256, challenge, difficulty) ?? "" };
+    };
+    return { clock, caps, ledger, keys, evaluation, solved };
+  }
+
+  test("issues a key with the terms: its cap, its lifetime, findable by the key store", async () => {
+    const { evaluation, solved, keys } = issuer();
+    const outcome = await evaluation.issue({ ...solved(), clientAddress: "192.0.2.1" });
+    assert.ok(outcome.ok);
+    const { key, record } = outcome.created;
+    assert.equal(record.kind, "evaluation");
+    assert.equal(record.dailyCap, 7);
+    assert.equal(record.expiresAt, "2026-11-21T12:00:00Z");
+    const authentication = await keys.authenticate(key);
+    assert.equal(authentication.ok && authentication.dailyCap, 7);
+  });
+
+  test("a challenge that fails its checks counts against nothing and is not spent", async () => {
+    const { evaluation, solved, caps } = issuer();
+    const { challenge, nonce } = solved();
+    const tampered = { challenge: challenge.replace("evk1.4.", "evk1.0."), nonce };
+    const refusals = [
+      await evaluation.issue({ ...tampered, clientAddress: "192.0.2.1" }),
+      await evaluation.issue({ challenge, nonce: "x!", clientAddress: "192.0.2.1" }),
+    ].map((outcome) => !outcome.ok && outcome.refusal.code);
+    assert.deepEqual(refusals, ["invalid_challenge", "insufficient_proof_of_work"]);
+    assert.equal(caps.size, 0);
+    // Not spent: the real nonce still buys its key.
+    assert.equal(
+      (await evaluation.issue({ challenge, nonce, clientAddress: "192.0.2.1" })).ok,
+      true,
+    );
+  });
+
+  test("a spent challenge is refused before any limit counts it", async () => {
+    const { evaluation, solved, caps } = issuer({ terms: { perAddressDaily: 5 } });
+    const request = { ...solved(), clientAddress: "192.0.2.1" };
+    assert.equal((await evaluation.issue(request)).ok, true);
+    const sizeAfterFirst = caps.size;
+    const replay = await evaluation.issue({ ...request, clientAddress: "198.51.100.9" });
+    assert.deepEqual(replay, { ok: false, refusal: { code: "challenge_already_used" } });
+    assert.equal(caps.size, sizeAfterFirst, "the replay created no counter for its address");
+  });
+
+  test("an expired challenge is refused", async () => {
+    const { evaluation, solved, clock } = issuer();
+    const request = { ...solved(), clientAddress: "192.0.2.1" };
+    clock.now += evaluation.challengeTtlSeconds * 1000;
+    const outcome = await evaluation.issue(request);
+    assert.deepEqual(outcome, { ok: false, refusal: { code: "challenge_expired" } });
+  });
+
+  test("one key per address per day (IPv6: per /64), with the wait to midnight", async () => {
+    const { evaluation, solved, clock } = issuer({ terms: { perDay: 100 } });
+    assert.equal(
+      (await evaluation.issue({ ...solved(), clientAddress: "2001:db8:1:2::1" })).ok,
+      true,
+    );
+    const again = await evaluation.issue({ ...solved(), clientAddress: "2001:db8:1:2::ffff" });
+    assert.deepEqual(again, {
+      ok: false,
+      refusal: { code: "evaluation_limit_reached", limit: 1, retryAfterSeconds: 50_400 },
+    });
+    assert.equal(
+      (await evaluation.issue({ ...solved(), clientAddress: "2001:db8:1:3::1" })).ok,
+      true,
+    );
+    // A new UTC day, a new count.
+    clock.now = Date.parse("2026-11-22T00:00:00Z");
+    assert.equal(
+      (await evaluation.issue({ ...solved(), clientAddress: "2001:db8:1:2::1" })).ok,
+      true,
+    );
+  });
+
+  test("addresses the service cannot read share one counter", async () => {
+    const { evaluation, solved } = issuer({ terms: { perDay: 100 } });
+    assert.equal(evaluation.addressBucket(undefined), `${ADDRESS_BUCKET_PREFIX}unknown`);
+    assert.equal(evaluation.addressBucket("not an ip"), `${ADDRESS_BUCKET_PREFIX}unknown`);
+    assert.equal((await evaluation.issue({ ...solved(), clientAddress: undefined })).ok, true);
+    const second = await evaluation.issue({ ...solved(), clientAddress: "garbage" });
+    assert.equal(!second.ok && second.refusal.code, "evaluation_limit_reached");
+  });
+
+  test("the overall limit refuses past perDay and gives the address its count back", async () => {
+    const { evaluation, solved, caps } = issuer({ terms: { perDay: 2 } });
+    for (const address of ["192.0.2.1", "192.0.2.2"]) {
+      assert.equal((await evaluation.issue({ ...solved(), clientAddress: address })).ok, true);
+    }
+    const third = await evaluation.issue({ ...solved(), clientAddress: "192.0.2.3" });
+    assert.deepEqual(third, {
+      ok: false,
+      refusal: { code: "evaluation_keys_exhausted", limit: 2, retryAfterSeconds: 50_400 },
+    });
+    // The refused address was given its count back: it holds nothing today.
+    const bucket = evaluation.addressBucket("192.0.2.3");
+    assert.equal((await caps.consume(bucket, 1, T0)).allowed, true);
+    assert.equal((await caps.consume(ISSUANCE_BUCKET, 2, T0)).allowed, false);
+  });
+
+  test("a key store that fails gives both counts back; the error reaches the caller", async () => {
+    const failing: DocumentStore = {
+      get: async () => null,
+      create: async () => {
+        throw new DocumentStoreUnavailableError("down");
+      },
+      replace: async () => false,
+      list: async () => [],
+      close: async () => {},
+    };
+    const { evaluation, solved, caps } = issuer({ store: failing });
+    await assert.rejects(
+      evaluation.issue({ ...solved(), clientAddress: "192.0.2.1" }),
+      DocumentStoreUnavailableError,
+    );
+    assert.equal((await caps.consume(evaluation.addressBucket("192.0.2.1"), 1, T0)).allowed, true);
+    assert.equal((await caps.consume(ISSUANCE_BUCKET, 1, T0)).allowed, true);
+  });
+
+  test("a ledger that cannot answer is ChallengeLedgerUnavailableError, nothing counted", async () => {
+    const { evaluation, solved, ledger, caps } = issuer();
+    ledger.spend = async () => {
+      throw new Error("connection refused");
+    };
+    await assert.rejects(
+      evaluation.issue({ ...solved(), clientAddress: "192.0.2.1" }),
+      ChallengeLedgerUnavailableError,
+    );
+    assert.equal(caps.size, 0);
+  });
+});
