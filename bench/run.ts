@@ -5,6 +5,7 @@
  * after the other with the same client — and writes a table, JSON and an SVG chart.
  */
 import { cpus, platform, totalmem } from "node:os";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { isParseArgsError, usageErrorText } from "../src/cli/entry.js";
@@ -43,6 +44,8 @@ Starts receiptd and measures it over HTTP; writes bench/results/latest.{json,svg
   --previous FILE          a recorded run to give ratios to (default, except with
                            --quick: the newest docs/benchmarks/*.json)
   --no-previous            no ratios to a previous run
+  --profile DIR            run the service under --cpu-prof: one .cpuprofile per thread
+                           (main thread and each worker) in DIR when it stops
   -h, --help
 `;
 
@@ -75,6 +78,7 @@ function parseOptions() {
       out: { type: "string" },
       previous: { type: "string" },
       "no-previous": { type: "boolean", default: false },
+      profile: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -202,6 +206,9 @@ async function runBench(): Promise<number> {
       console.log(`starting receiptd (${mode}) …`);
       local = await startServiceProcess({
         distributed: args.distributed,
+        ...(args.profile === undefined
+          ? {}
+          : { nodeOptions: ["--cpu-prof", `--cpu-prof-dir=${resolve(args.profile)}`] }),
         ...(threads === undefined ? {} : { env: { CPU_THREADS: String(threads) } }),
       });
       deployments.push({
