@@ -25,30 +25,6 @@ interface AnchorResultLike {
   confirmed?: { block_height: number; merkle_root: string; header_time: number };
 }
 
-/** Headers as JSON (`{height: hex}`, or under `headers`), or one `HEIGHT HEX` per line. */
-export function parseHeaderText(text: string): Map<number | bigint, string | Uint8Array> {
-  const trimmed = text.trim();
-  if (trimmed === "") return new Map();
-  if (trimmed.startsWith("{")) return blockHeaders(trimmed);
-  const table: Record<string, string> = {};
-  for (const line of trimmed.split(/\r?\n/)) {
-    if (line.trim() === "") continue;
-    const match = /^\s*(\d+)\s*[:,=\s]\s*([0-9a-fA-F]+)\s*$/.exec(line);
-    if (match === null) {
-      throw new ReceiptdInputError(
-        `headers: each line needs a height and a hex header ("358391 0200…"), not ${JSON.stringify(line.slice(0, 40))}`,
-      );
-    }
-    if (match[1]! in table && table[match[1]!]!.toLowerCase() !== match[2]!.toLowerCase()) {
-      throw new ReceiptdInputError(
-        `headers: height ${match[1]} is given twice, with different headers`,
-      );
-    }
-    table[match[1]!] = match[2]!;
-  }
-  return blockHeaders(JSON.stringify(table));
-}
-
 export function anchorPanel(root: HTMLElement): void {
   let proof: LoadedFile | null = null;
   let file: LoadedFile | null = null;
@@ -114,7 +90,7 @@ export function anchorPanel(root: HTMLElement): void {
     let text: string;
     let yourDigest: string;
     try {
-      headerMap = parseHeaderText(headers.value);
+      headerMap = blockHeaders(headers.value);
       yourDigest = useFile ? fileDigestForProof(proof.bytes, file!.bytes) : digest.value.trim();
       text = verifyAnchorJson(proof.bytes, { digest: yourDigest, headers: headerMap });
     } catch (error) {

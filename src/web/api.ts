@@ -163,13 +163,18 @@ function headerHeight(text: string, from: string): number | bigint {
   return normalizeInteger(BigInt(text));
 }
 
-/** The CLI's `--headers` reading: `{height: hex}` or that object under `headers`. */
+/**
+ * Block headers as the CLI's `--headers` file has them (`{height: hex}`, or that object under
+ * `headers`), or as text: that JSON, or one `HEIGHT HEX` per line (what `--height N --header
+ * HEX` pairs say).
+ */
 export function blockHeaders(
   input: HeadersInput | undefined,
 ): Map<number | bigint, string | Uint8Array> {
   if (input === undefined) return new Map();
   if (input instanceof Map) return input;
   const from = "headers";
+  if (typeof input === "string" && !input.trim().startsWith("{")) return headerLines(input);
   let document: JsonValue;
   try {
     document = parseJson(typeof input === "string" ? input : JSON.stringify(input));
@@ -194,6 +199,26 @@ export function blockHeaders(
       throw new ReceiptdInputError(`${from} gives height ${height} a second, different header`);
     }
     headers.set(height, value);
+  }
+  return headers;
+}
+
+function headerLines(text: string): Map<number | bigint, string> {
+  const headers = new Map<number | bigint, string>();
+  for (const line of text.split(/\r?\n/)) {
+    if (line.trim() === "") continue;
+    const match = /^\s*(\d+)\s*[:,=\s]\s*([0-9a-fA-F]+)\s*$/.exec(line);
+    if (match === null) {
+      throw new ReceiptdInputError(
+        `headers: each line needs a height and a hex header ("358391 0200…"), not ${JSON.stringify(line.slice(0, 40))}`,
+      );
+    }
+    const height = headerHeight(match[1]!, "headers");
+    const known = headers.get(height);
+    if (known !== undefined && known.toLowerCase() !== match[2]!.toLowerCase()) {
+      throw new ReceiptdInputError(`headers gives height ${height} a second, different header`);
+    }
+    headers.set(height, match[2]!);
   }
   return headers;
 }
