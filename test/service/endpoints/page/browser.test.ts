@@ -475,6 +475,7 @@ describe("the verification page in Chromium", () => {
       (await page.textContent("#anchor-attestations")) ?? "",
       /reaches the header's merkle root/,
     );
+    await page.screenshot({ path: join(shots, "anchor-verified.png"), fullPage: true });
 
     let cliOutput = "";
     await anchorCli(
@@ -535,6 +536,7 @@ describe("the verification page in Chromium", () => {
       1,
     );
     assert.match((await page.textContent("#receipt-result")) ?? "", /Issuer revoked\s*✗?\s*yes/);
+    await page.screenshot({ path: join(shots, "receipt-revoked.png"), fullPage: true });
     await page.click("#tab-bundle");
   });
 
