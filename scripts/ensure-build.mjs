@@ -2,16 +2,38 @@
 // `npm start` runs dist/, which a fresh clone does not have and a pulled branch may have left
 // behind: this builds first when dist/ is missing or older than what it is built from.
 import { spawnSync } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** The folders `receiptd` runs from once built (bench/ and test/ are not needed to serve). */
 export const RUNTIME_SOURCE_DIRS = ["src", "queues"];
+/** The page's sources: bundled by esbuild into dist/web (scripts/build-web.mjs), not by tsc. */
+export const WEB_SOURCE_DIR = "src/web";
+/** What the page bundle is made of besides its own folder. */
+const WEB_INPUTS = ["src/verifier", "scripts/build-web.mjs"];
 
 function mtimeOf(path) {
   return statSync(path, { throwIfNoEntry: false })?.mtimeMs;
+}
+
+function* files(dir) {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (error) {
+    if (error.code === "ENOENT" || error.code === "ENOTDIR") {
+      if (existsSync(dir)) yield dir;
+      return;
+    }
+    throw error;
+  }
+  for (const entry of entries) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) yield* files(path);
+    else yield path;
+  }
 }
 
 function* typeScriptSources(dir) {
@@ -24,6 +46,7 @@ function* typeScriptSources(dir) {
   }
   for (const entry of entries) {
     const path = join(dir, entry.name);
+    if (entry.isDirectory() && path.endsWith(WEB_SOURCE_DIR)) continue;
     if (entry.isDirectory()) yield* typeScriptSources(path);
     else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) yield path;
   }
@@ -46,10 +69,23 @@ export function staleReason(root) {
       if (built < tsconfig) return `tsconfig.json is newer than ${output}`;
     }
   }
+  return webStaleReason(root);
+}
+
+/** Why dist/web (the page) is not current, or null; a tree without src/web has no page. */
+export function webStaleReason(root) {
+  if (!existsSync(join(root, WEB_SOURCE_DIR))) return null;
+  const built = mtimeOf(join(root, "dist/web/build.json"));
+  if (built === undefined) return "dist/web/build.json is missing";
+  for (const input of [WEB_SOURCE_DIR, ...WEB_INPUTS]) {
+    for (const file of files(join(root, input))) {
+      if (built < mtimeOf(file)) return `${relative(root, file)} is newer than dist/web`;
+    }
+  }
   return null;
 }
 
-/** Builds `root` with its own TypeScript; returns the exit code. */
+/** Builds `root` with its own TypeScript, then its page when it has one; returns the exit code. */
 export function build(root) {
   let tsc;
   try {
@@ -64,7 +100,12 @@ export function build(root) {
     cwd: root,
     stdio: "inherit",
   });
-  return result.status ?? 1;
+  if (result.status !== 0 || !existsSync(join(root, WEB_SOURCE_DIR))) return result.status ?? 1;
+  const web = spawnSync(process.execPath, [join(root, "scripts/build-web.mjs")], {
+    cwd: root,
+    stdio: "inherit",
+  });
+  return web.status ?? 1;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

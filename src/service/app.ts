@@ -31,6 +31,7 @@ import { mcpRoutes } from "./endpoints/mcp/route.js";
 import { healthRoutes } from "./endpoints/meta/health.js";
 import { infoRoutes } from "./endpoints/meta/info.js";
 import { openApiCollector, openApiRoutes } from "./endpoints/meta/openapi.js";
+import { locateWebRoot, pageRoutes } from "./endpoints/page/route.js";
 import { revocationRoutes } from "./endpoints/revocations/route.js";
 import { receiptRoutes } from "./endpoints/settlements/receipts-route.js";
 import { paymentReceiptRoutes } from "./endpoints/settlements/route.js";
@@ -228,6 +229,7 @@ export async function buildApp(
   app.register(erc8004Routes);
   app.register(crystalRoutes);
   app.register(evaluationKeyRoutes);
+  app.register(pageRoutes, { root: locateWebRoot() });
   return app;
 }
 

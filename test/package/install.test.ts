@@ -60,16 +60,32 @@ describe("the npm package", () => {
     const runtime = readdirSync(join(repository, "dist")).filter(
       (name) => name !== "test" && name !== "bench",
     );
-    assert.deepEqual(runtime.sort(), ["queues", "src"]);
+    assert.deepEqual(runtime.sort(), ["queues", "src", "web"]);
     for (const folder of runtime) {
       assert.ok(
         paths.some((path) => path.startsWith(`dist/${folder}/`)),
         `dist/${folder} is shipped`,
       );
     }
-    for (const required of ["LICENSE", "README.md", "package.json", "dist/queues/settlements.js"]) {
+    const page = JSON.parse(readFileSync(join(repository, "dist/web/build.json"), "utf8")) as {
+      assets: string[];
+    };
+    for (const required of [
+      "LICENSE",
+      "README.md",
+      "package.json",
+      "dist/queues/settlements.js",
+      "dist/web/index.html",
+      "dist/web/build.json",
+      ...page.assets.map((asset) => `dist/web/assets/${asset}`),
+    ]) {
       assert.ok(paths.includes(required), required);
     }
+    // The browser's crypto implementation imports devDependencies; the server never loads it.
+    assert.deepEqual(
+      paths.filter((path) => /verifier\/crypto\/(noble|platform\.browser)\./.test(path)),
+      [],
+    );
     assert.deepEqual(
       paths.filter((path) => /^dist\/(test|bench)\//.test(path) || path.endsWith(".map")),
       [],
@@ -151,6 +167,17 @@ describe("the npm package", () => {
         result,
         JSON.parse(corpusBytes("expected/vectors/02_happy_full.json").toString()),
       );
+      // The verification page, from the installed dist/web, with no key.
+      const page = await fetch(`${origin}/`);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get("content-type") ?? "", /^text\/html/);
+      assert.match(page.headers.get("content-security-policy") ?? "", /script-src 'self'/);
+      const script = /<script type="module" src="([^"]+)"/.exec(await page.text())?.[1];
+      assert.ok(script !== undefined, "the page names its script");
+      const asset = await fetch(`${origin}${script}`);
+      assert.equal(asset.status, 200);
+      assert.equal(asset.headers.get("cache-control"), "public, max-age=31536000, immutable");
+      await asset.arrayBuffer();
     } finally {
       server.kill("SIGTERM");
       if (server.exitCode === null) await once(server, "exit");

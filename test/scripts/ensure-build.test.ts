@@ -78,6 +78,27 @@ describe("staleReason", () => {
     assert.match(String(staleReason(root)), /^tsconfig\.json is newer than dist\//);
   });
 
+  test("the page (src/web) is built by esbuild into dist/web, not by tsc", () => {
+    const web = { "src/web/main.ts": 1_000, "src/web/styles.css": 1_000 };
+    assert.equal(
+      staleReason(project({ ...SOURCES, ...OUTPUTS, ...web })),
+      "dist/web/build.json is missing",
+    );
+    const built = { ...SOURCES, ...OUTPUTS, ...web, "dist/web/build.json": 2_000 };
+    assert.equal(staleReason(project(built)), null);
+    assert.equal(
+      staleReason(project({ ...built, "src/web/styles.css": 3_000 })),
+      "src/web/styles.css is newer than dist/web",
+    );
+    // The page bundles the verifier: a verifier change makes it stale too.
+    assert.equal(
+      staleReason(
+        project({ ...built, "src/verifier/x.ts": 3_000, "dist/src/verifier/x.js": 4_000 }),
+      ),
+      "src/verifier/x.ts is newer than dist/web",
+    );
+  });
+
   test("declaration files, tests and benches are not needed to serve", () => {
     const root = project({ ...SOURCES, ...OUTPUTS, "test/x.test.ts": 9_000, "bench/b.ts": 9_000 });
     assert.equal(staleReason(root), null);

@@ -58,9 +58,18 @@ import {
  *   (issuing evaluation keys: a key in hand does not buy more of them);
  * - `mixed`: the route decides per request with `keyedAccess` (MCP: discovery is keyless,
  *   `tools/call` is keyed);
- * - `internal`: loopback plus the internal token (settlement ingestion), checked by the route.
+ * - `internal`: loopback plus the internal token (settlement ingestion), checked by the route;
+ * - `static`: the verification page's files (`GET /`, `/assets/…`): anyone, never counted
+ *   against a cap and never charged, whatever credential comes with it (still audited).
  */
-export type RouteAccess = "keyed" | "leased" | "keyless" | "anonymous" | "mixed" | "internal";
+export type RouteAccess =
+  | "keyed"
+  | "leased"
+  | "keyless"
+  | "anonymous"
+  | "mixed"
+  | "internal"
+  | "static";
 
 /** How a request authenticated, once `onRequest` has run. */
 export type Credential =
@@ -257,8 +266,10 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     request.credential = { kind: "none" };
     const access = request.routeOptions.config.access;
     const route = request.routeOptions.url;
-    // Unmatched URLs (404) and internal routes are not the public's calls to count.
+    // Unmatched URLs (404), internal routes and the page's static files are not the public's
+    // calls to count.
     if (access === undefined || route === undefined || access === "internal") return;
+    if (access === "static") return;
     if (UNCOUNTED_ROUTES.has(route)) return;
     const { limits } = services;
     if (access === "anonymous") {

@@ -6,11 +6,11 @@
  * The tree is walked with an explicit stack: a hostile proof can nest only `MAX_DEPTH`
  * operations and hold only `MAX_NODES` nodes, and never touches the JS call stack.
  *
- * Pure: no I/O, no clock; hashing goes through `node:crypto`.
+ * Pure: no I/O, no clock; hashing goes through the crypto interface (`crypto/provider.ts`).
  */
 
-import { createHash } from "node:crypto";
 import { CodedError } from "../coded-error.js";
+import { verifierCrypto } from "../crypto/provider.js";
 import { normalizeInteger } from "../json/value.js";
 
 export const MAX_MESSAGE_BYTES = 4096;
@@ -97,15 +97,13 @@ function tagHex(tag: number): string {
   return `0x${tag.toString(16).padStart(2, "0")}`;
 }
 
-function hashBytes(algorithm: HashAlgorithm, message: Uint8Array): Buffer {
-  let hasher: ReturnType<typeof createHash>;
+function hashBytes(algorithm: HashAlgorithm, message: Uint8Array): Uint8Array {
   try {
-    hasher = createHash(algorithm);
+    return verifierCrypto().digest(algorithm, message);
   } catch {
     // ripemd160 depends on the host's OpenSSL build; the spec maps its absence to this code.
     throw new AnchorProofError("unsupported_op", `${algorithm} is not available on this host`);
   }
-  return hasher.update(message).digest();
 }
 
 function computeResult(operation: Operation, message: Uint8Array): Uint8Array {

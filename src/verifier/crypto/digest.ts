@@ -1,12 +1,12 @@
 /** `sha256:<hex>` digests over canonical bytes (verifier.md §2). */
-import { hash } from "node:crypto";
 import { canonicalBytes } from "../json/canonical.js";
 import type { JsonValue } from "../json/value.js";
+import { verifierCrypto } from "./provider.js";
 
 export const SHA256_DIGEST = /^sha256:[0-9a-f]{64}$/;
 
 export function sha256Hex(data: Uint8Array | string): string {
-  return hash("sha256", data, "hex");
+  return verifierCrypto().sha256Hex(data);
 }
 
 export function sha256Digest(data: Uint8Array | string): string {

@@ -1,7 +1,12 @@
 /**
- * Ed25519 through node:crypto (OpenSSL, like the reference's `cryptography`, so edge-case
- * acceptance matches), with a bounded cache of public KeyObjects per did:key: importing a
+ * Ed25519 for receipts, statements and attestations.
+ *
+ * Verification goes through the crypto interface (`provider.ts`): OpenSSL on the server,
+ * like the reference's `cryptography`, so edge-case acceptance matches, and the same
+ * equation in the browser. A bounded cache keeps one prepared key per did:key: importing a
  * key costs about as much as a verification, and bundles reuse a handful of issuers.
+ *
+ * Signing (producers, the service's receipts) stays on `node:crypto`: only the server signs.
  */
 import {
   createPrivateKey,
@@ -9,36 +14,36 @@ import {
   generateKeyPairSync,
   type KeyObject,
   sign as nodeSign,
-  verify as nodeVerify,
 } from "node:crypto";
 import type { JsonObject, JsonValue } from "../json/value.js";
 import { Base64Error, b64uEncode, pyB64uDecode } from "./base64.js";
 import { DidKeyError, didKeyToPublicKey, publicKeyToDidKey } from "./did-key.js";
+import { type Ed25519Verifier, onVerifierCryptoChange, verifierCrypto } from "./provider.js";
 
 const SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 const PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
 const KEY_CACHE_LIMIT = 4096;
-const keyCache = new Map<string, KeyObject | null>();
+const keyCache = new Map<string, Ed25519Verifier | null>();
+onVerifierCryptoChange(() => keyCache.clear());
 
-function publicKeyObject(did: string): KeyObject | null {
+function verifierFor(did: string): Ed25519Verifier | null {
   const cached = keyCache.get(did);
   if (cached !== undefined) return cached;
-  let key: KeyObject | null;
+  let verifier: Ed25519Verifier | null;
   try {
-    const raw = didKeyToPublicKey(did);
-    key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, raw]), format: "der", type: "spki" });
+    verifier = verifierCrypto().ed25519Verifier(didKeyToPublicKey(did));
   } catch (error) {
     if (!(error instanceof DidKeyError) && !(error instanceof Error)) throw error;
-    key = null;
+    verifier = null;
   }
   if (keyCache.size >= KEY_CACHE_LIMIT) keyCache.delete(keyCache.keys().next().value!);
-  keyCache.set(did, key);
-  return key;
+  keyCache.set(did, verifier);
+  return verifier;
 }
 
 /** Whether `did` names a usable Ed25519 public key. */
 export function canDecodeDidKey(did: string): boolean {
-  return publicKeyObject(did) !== null;
+  return verifierFor(did) !== null;
 }
 
 /**
@@ -46,8 +51,8 @@ export function canDecodeDidKey(did: string): boolean {
  * a bad key or a signature that does not verify.
  */
 export function verifyEd25519(did: string, message: Uint8Array, signatureB64u: string): boolean {
-  const key = publicKeyObject(did);
-  if (key === null) return false;
+  const verifier = verifierFor(did);
+  if (verifier === null) return false;
   let signature: Buffer;
   try {
     signature = pyB64uDecode(signatureB64u);
@@ -56,11 +61,7 @@ export function verifyEd25519(did: string, message: Uint8Array, signatureB64u: s
     throw error;
   }
   if (signature.length !== 64) return false;
-  try {
-    return nodeVerify(null, message, key, signature);
-  } catch {
-    return false;
-  }
+  return verifier(message, signature);
 }
 
 /** An Ed25519 signing identity: the private key and its did:key. */

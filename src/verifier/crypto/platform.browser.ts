@@ -1,0 +1,5 @@
+/**
+ * The crypto implementation the browser page starts with: @noble/curves and @noble/hashes.
+ * `scripts/build-web.mjs` substitutes this module for `platform.ts` when it bundles the page.
+ */
+export { nobleCrypto as platformCrypto } from "./noble.js";

@@ -1,0 +1,85 @@
+/**
+ * The verification page (`GET /`): three tools in tabs, all verifying in this browser, and
+ * `window.receiptd` for scripts (api.ts). Nothing here stores anything: no cookies, no
+ * localStorage, no key kept beyond the request it is typed for.
+ */
+import { anchorPanel } from "./anchor-panel.js";
+import { type ReceiptdGlobal, receiptdGlobal } from "./api.js";
+import { bundlePanel } from "./bundle-panel.js";
+import { byId, replace } from "./dom.js";
+import { receiptPanel } from "./receipt-panel.js";
+
+declare global {
+  interface Window {
+    receiptd: ReceiptdGlobal;
+  }
+}
+
+window.receiptd = receiptdGlobal();
+
+const TABS = ["bundle", "receipt", "anchor"] as const;
+type Tab = (typeof TABS)[number];
+
+function selectTab(tab: Tab, focus: boolean): void {
+  for (const name of TABS) {
+    const button = byId(`tab-${name}`);
+    const panel = byId(`panel-${name}`);
+    const selected = name === tab;
+    button.setAttribute("aria-selected", String(selected));
+    button.tabIndex = selected ? 0 : -1;
+    panel.hidden = !selected;
+    if (selected && focus) button.focus();
+  }
+  const hash = tab === "bundle" ? "" : `#${tab}`;
+  if (location.hash !== hash) history.replaceState(null, "", `${location.pathname}${hash}`);
+}
+
+function setUpTabs(): void {
+  TABS.forEach((name, index) => {
+    const button = byId(`tab-${name}`);
+    button.addEventListener("click", () => selectTab(name, false));
+    button.addEventListener("keydown", (event) => {
+      const moves: Record<string, number> = {
+        ArrowRight: 1,
+        ArrowLeft: -1,
+        Home: -index,
+        End: TABS.length - 1 - index,
+      };
+      const move = moves[event.key];
+      if (move === undefined) return;
+      event.preventDefault();
+      selectTab(TABS[(index + move + TABS.length) % TABS.length]!, true);
+    });
+  });
+  const fromHash = location.hash.slice(1);
+  selectTab((TABS as readonly string[]).includes(fromHash) ? (fromHash as Tab) : "bundle", false);
+}
+
+function setUpNetworkNote(): void {
+  const note = byId("network-note");
+  const show = () => {
+    replace(
+      note,
+      navigator.onLine
+        ? ""
+        : "Offline: verification keeps working; only the optional server checks need the network.",
+    );
+    note.hidden = navigator.onLine;
+  };
+  addEventListener("online", show);
+  addEventListener("offline", show);
+  show();
+}
+
+const receipts = receiptPanel(byId("panel-receipt"));
+bundlePanel(byId("panel-bundle"), {
+  checkReceipt: (receipt, bundle) => {
+    selectTab("receipt", true);
+    receipts.load(receipt, bundle);
+  },
+});
+anchorPanel(byId("panel-anchor"));
+setUpTabs();
+setUpNetworkNote();
+byId("version").textContent = `receiptd ${window.receiptd.version} · ${window.receiptd.crypto}`;
+document.documentElement.dataset.ready = "true";
