@@ -10,6 +10,7 @@ import {
 import { type Child, h, jsonBlock, nextFrame, replace, shortDid, shortHex } from "./dom.js";
 import { dropZone, type LoadedFile } from "./file-drop.js";
 import { verifyOnServer } from "./service.js";
+import { sessionKey } from "./session-key.js";
 import { errorWords, reasonWords, type Tone, typeWords, VERDICT_WORDS } from "./wording.js";
 
 export interface BundleState {
@@ -22,6 +23,22 @@ export const bundleState: BundleState = { bundle: null };
 export interface BundlePanelHooks {
   /** Opens the receipt tab with a verification receipt the server returned. */
   checkReceipt: (receipt: LoadedFile, bundle: LoadedFile) => void;
+  /** Opens the evaluation-key tab. */
+  openKeyTab: () => void;
+}
+
+const FROM_SESSION =
+  "Filled in with the evaluation key you got on this page (kept in this page's memory only).";
+
+/**
+ * Puts `key` into the "Verify on the server as well" field if a result shows one now; later
+ * results take it from session-key.ts.
+ */
+export function fillServerKey(key: string): void {
+  const field = document.getElementById("server-key");
+  if (field instanceof HTMLInputElement) field.value = key;
+  const source = document.getElementById("server-key-source");
+  if (source !== null) replace(source, FROM_SESSION);
 }
 
 export function bundlePanel(root: HTMLElement, hooks: BundlePanelHooks): void {
@@ -472,14 +489,16 @@ function renderResult(
 
 /** "Verify on the server as well": the one action that sends the bundle, with a pasted key. */
 function serverCheck(bundle: LoadedFile, browserText: string, options: RenderOptions): HTMLElement {
+  const remembered = sessionKey();
   const keyInput = h("input", {
+    value: remembered ?? undefined,
     type: "password",
     id: "server-key",
     class: "input",
     autocomplete: "off",
     spellcheck: "false",
     placeholder: "svc_…",
-    "aria-describedby": "server-key-note",
+    "aria-describedby": "server-key-note server-key-source",
   });
   const output = h("div", { class: "server-result", id: "server-result", "aria-live": "polite" });
   const form = h(
@@ -499,6 +518,27 @@ function serverCheck(bundle: LoadedFile, browserText: string, options: RenderOpt
       options.revocations > 0
         ? " Revocation documents are not sent: the server checks the bundle's own statements."
         : "",
+    ),
+    h(
+      "p",
+      { class: "muted", id: "server-key-source" },
+      remembered === null
+        ? [
+            "No key? ",
+            h(
+              "a",
+              {
+                href: "#key",
+                onclick: (event: Event) => {
+                  event.preventDefault();
+                  options.hooks.openKeyTab();
+                },
+              },
+              "Get an evaluation key",
+            ),
+            " at once, on this page.",
+          ]
+        : FROM_SESSION,
     ),
   );
   form.addEventListener("submit", (event) => {

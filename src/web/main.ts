@@ -1,13 +1,17 @@
 /**
- * The verification page (`GET /`): three tools in tabs, all verifying in this browser, and
- * `window.receiptd` for scripts (api.ts). Nothing here stores anything: no cookies, no
- * localStorage, no key kept beyond the request it is typed for.
+ * The verification page (`GET /`): three tools in tabs, all verifying in this browser, a
+ * fourth tab that gets an evaluation key, and `window.receiptd` for scripts (api.ts).
+ * Nothing here stores anything: no cookies, no localStorage; a key typed for server
+ * verification is used for that request, and an evaluation key the person chooses to use
+ * here is kept in memory only (session-key.ts).
  */
 import { anchorPanel } from "./anchor-panel.js";
 import { type ReceiptdGlobal, receiptdGlobal } from "./api.js";
-import { bundlePanel } from "./bundle-panel.js";
+import { bundlePanel, fillServerKey } from "./bundle-panel.js";
 import { byId, replace } from "./dom.js";
+import { keyPanel } from "./key-panel.js";
 import { receiptPanel } from "./receipt-panel.js";
+import { setSessionKey } from "./session-key.js";
 
 declare global {
   interface Window {
@@ -17,7 +21,7 @@ declare global {
 
 window.receiptd = receiptdGlobal();
 
-const TABS = ["bundle", "receipt", "anchor"] as const;
+const TABS = ["bundle", "receipt", "anchor", "key"] as const;
 type Tab = (typeof TABS)[number];
 
 function selectTab(tab: Tab, focus: boolean): void {
@@ -30,6 +34,7 @@ function selectTab(tab: Tab, focus: boolean): void {
     panel.hidden = !selected;
     if (selected && focus) button.focus();
   }
+  if (tab === "key") keys.shown();
   const hash = tab === "bundle" ? "" : `#${tab}`;
   if (location.hash !== hash) history.replaceState(null, "", `${location.pathname}${hash}`);
 }
@@ -72,11 +77,19 @@ function setUpNetworkNote(): void {
 }
 
 const receipts = receiptPanel(byId("panel-receipt"));
+const keys = keyPanel(byId("panel-key"), {
+  useKey: (key) => {
+    setSessionKey(key);
+    fillServerKey(key);
+  },
+  openBundleTab: () => selectTab("bundle", true),
+});
 bundlePanel(byId("panel-bundle"), {
   checkReceipt: (receipt, bundle) => {
     selectTab("receipt", true);
     receipts.load(receipt, bundle);
   },
+  openKeyTab: () => selectTab("key", true),
 });
 anchorPanel(byId("panel-anchor"));
 setUpTabs();

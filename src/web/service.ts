@@ -4,14 +4,22 @@
  * page keeps working when they fail (offline, say).
  */
 
+import { evaluationTermsOf, type TermsState } from "./evaluation-key.js";
+
 export interface ServiceInfo {
   issuer: string | null;
   service: string | null;
+  /** Whether and on what terms the service issues evaluation keys. */
+  evaluationKeys: TermsState;
 }
 
 let info: Promise<ServiceInfo> | null = null;
 
-/** `GET /info` once per page (it names the key that signs this service's receipts). */
+/**
+ * `GET /info` once per page, when first needed: it names the key that signs this service's
+ * receipts and the terms of evaluation keys. (Like any keyless read it counts against the
+ * anonymous cap, so the page does not ask for it on load.)
+ */
 export function serviceInfo(): Promise<ServiceInfo> {
   info ??= fetch("/info", { cache: "no-store", credentials: "omit" })
     .then(async (response) => {
@@ -20,6 +28,7 @@ export function serviceInfo(): Promise<ServiceInfo> {
       return {
         issuer: typeof body.issuer === "string" ? body.issuer : null,
         service: typeof body.service === "string" ? body.service : null,
+        evaluationKeys: evaluationTermsOf(body),
       };
     })
     .catch((error: unknown) => {
