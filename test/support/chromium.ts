@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium } from "playwright-core";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
 
 export const CHROMIUM = "/usr/bin/chromium";
 
@@ -60,4 +60,30 @@ export async function launchChromium(): Promise<Chromium> {
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Prepares every page of `context`: a Content-Security-Policy violation becomes a console
+ * error, and page scripts get the `__name` helper that functions handed to `page.evaluate`
+ * call (tsx compiles tests with esbuild's keepNames, which wraps named functions in
+ * `__name(fn, "name")`; the page does not define it).
+ */
+export async function watchContext(context: BrowserContext): Promise<void> {
+  // Page-side JavaScript, as text: this module is compiled without the DOM's types.
+  await context.addInitScript({
+    content: `
+      globalThis.__name = (target) => target;
+      document.addEventListener("securitypolicyviolation", (event) => {
+        console.error("CSP violation: " + event.violatedDirective + " " + event.blockedURI);
+      });
+    `,
+  });
+}
+
+/** Collects the console errors and warnings of `page`, and its uncaught errors, in `problems`. */
+export function collectProblems(page: Page, problems: string[]): void {
+  page.on("console", (message) => {
+    if (message.type() === "error" || message.type() === "warning") problems.push(message.text());
+  });
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
 }

@@ -19,7 +19,12 @@ import type { Page, Request } from "playwright-core";
 import { main as anchorCli } from "../../../../src/cli/continuity-receipt-anchor.js";
 import { dumpJson } from "../../../../src/verifier/json/dump.js";
 import { isObject, member } from "../../../../src/verifier/json/value.js";
-import { type Chromium, launchChromium } from "../../../support/chromium.js";
+import {
+  type Chromium,
+  collectProblems,
+  launchChromium,
+  watchContext,
+} from "../../../support/chromium.js";
 import {
   BUNDLE_MANIFESTS,
   type BundleManifest,
@@ -81,19 +86,9 @@ before(async () => {
   browser.context.on("request", (request: Request) => {
     requests.push({ method: request.method(), url: request.url(), body: request.postDataBuffer() });
   });
-  await browser.context.addInitScript(() => {
-    // tsx compiles the functions these tests hand to page.evaluate with esbuild's keepNames,
-    // which wraps named functions in a `__name(fn, "name")` helper the page does not have.
-    (globalThis as unknown as { __name: (target: unknown) => unknown }).__name = (target) => target;
-    document.addEventListener("securitypolicyviolation", (event) => {
-      console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`);
-    });
-  });
+  await watchContext(browser.context);
   page = browser.context.pages()[0] ?? (await browser.context.newPage());
-  page.on("console", (message) => {
-    if (message.type() === "error" || message.type() === "warning") problems.push(message.text());
-  });
-  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  collectProblems(page, problems);
   await page.goto(`${origin}/`);
   await page.waitForSelector("html[data-ready=true]");
 });
@@ -241,7 +236,7 @@ describe("the verification page in Chromium", () => {
     assert.equal(await page.getAttribute("#tab-receipt", "aria-selected"), "true");
     assert.equal(await page.evaluate(() => document.activeElement?.id), "tab-receipt");
     await page.keyboard.press("End");
-    assert.equal(await page.getAttribute("#tab-anchor", "aria-selected"), "true");
+    assert.equal(await page.getAttribute("#tab-key", "aria-selected"), "true");
     await page.keyboard.press("Home");
     assert.equal(await page.getAttribute("#tab-bundle", "aria-selected"), "true");
     // Tab from the tabs reaches the bundle file input (a real input behind the drop zone).
