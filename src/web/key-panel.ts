@@ -152,6 +152,7 @@ export function keyPanel(root: HTMLElement, hooks: KeyPanelHooks): KeyPanel {
             `${attempts.toLocaleString("en")} hashes tried`,
             rate > 0 ? ` · about ${rate.toLocaleString("en")} a second here` : "",
             ` · ${expected(difficulty)} needed on average`,
+            rate > 0 ? `, about ${formatWait(2 ** difficulty / rate)} at this speed` : "",
           );
         },
       });
