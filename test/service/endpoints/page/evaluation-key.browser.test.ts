@@ -6,14 +6,16 @@
  * is stored nowhere; cancelling stops the work; a service with the feature off, and one that
  * cannot be reached, are explained.
  *
- * Screenshots go to a temporary folder (`SCREENSHOT_DIR` to keep them).
+ * Screenshots go to a temporary folder (`SCREENSHOT_DIR` to keep them); `RECORD_SCREENSHOTS=1`
+ * also writes docs/web-page-evaluation-key.png.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
 import type { Page, Request } from "playwright-core";
 import { nodeSha256 } from "../../../../src/access/evaluation/node-sha256.js";
 import { solveProofOfWork } from "../../../../src/access/evaluation/proof-of-work.js";
@@ -27,7 +29,9 @@ import {
 import { corpusBytes } from "../../../support/corpus.js";
 import { startTestService, type TestService } from "../../support/service.js";
 
+const repository = fileURLToPath(new URL("../../../../", import.meta.url));
 const shots = process.env.SCREENSHOT_DIR ?? mkdtempSync(join(tmpdir(), "receiptd-key-shots-"));
+const RECORD = process.env.RECORD_SCREENSHOTS === "1";
 
 /** Small terms: 8 bits of work (a few hundred hashes), one key per address and day. */
 const TERMS: EvaluationKeysConfig = {
@@ -200,6 +204,7 @@ describe("evaluation keys on the page, in Chromium", () => {
     const picture = join(shots, "evaluation-key-issued.png");
     await page.screenshot({ path: picture, fullPage: true });
     assert.deepEqual([...readFileSync(picture).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+    if (RECORD) copyFileSync(picture, join(repository, "docs/web-page-evaluation-key.png"));
     await page.setViewportSize({ width: 375, height: 812 });
     try {
       const overflow = await page.evaluate(
