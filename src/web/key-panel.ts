@@ -89,7 +89,6 @@ export function keyPanel(root: HTMLElement, hooks: KeyPanelHooks): KeyPanel {
     terms = state.state === "on" ? state.terms : null;
     form.hidden = terms === null;
     replace(termsBox, termsView(state));
-    if (terms !== null && document.activeElement === termsBox) submit.focus();
   };
 
   addEventListener("online", () => {
