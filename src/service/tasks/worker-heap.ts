@@ -11,17 +11,24 @@
  * collection is quick (the parse tree it frees is never marked).
  *
  * Only what survived into the old generation counts: the young generation is emptied by V8's
- * own scavenges, cheaply and often, and counting it would make ordinary traffic pay for full
- * collections it does not need. The threshold was 64 MB of heap until issue 15: at 16 MB of
- * old generation, 16 concurrent 1 MiB batches of real bundles peak at about 225 MiB of RSS
- * instead of 310 (bench `large-bodies`), and single bundles, whose garbage dies young, still
- * almost never pay for a collection.
+ * own scavenges, cheaply and often. And a forced collection is not free for the tasks after
+ * it (V8 shrinks its young generation, and the next tasks run slower): at a 16 MB threshold
+ * for every task, 50-bundle batches lost 10–18% of their throughput (bench, issue 15). So:
+ * - after a task whose input was at least `LARGE_INPUT_BYTES`, the thread collects once more
+ *   than `LARGE_TASK_RELEASE_BYTES` is in the old generation: 16 concurrent 1 MiB batches of
+ *   real bundles then peak at about 205 MB of RSS instead of 275 (bench `large-bodies`), for
+ *   about a fifth of their throughput;
+ * - after any other task, only past `HEAP_RELEASE_BYTES`, as before issue 15.
  */
 import { getHeapSpaceStatistics, setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
-/** Old-generation bytes in use after a task above which the thread collects at once. */
-export const HEAP_RELEASE_BYTES = 16 * 1024 * 1024;
+/** Old-generation bytes in use after any task above which the thread collects at once. */
+export const HEAP_RELEASE_BYTES = 64 * 1024 * 1024;
+/** A task input of this size or more (a request body near the 1 MiB limit) is a large one… */
+export const LARGE_INPUT_BYTES = 256 * 1024;
+/** …after which the thread collects past this many old-generation bytes. */
+export const LARGE_TASK_RELEASE_BYTES = 16 * 1024 * 1024;
 
 /** The spaces V8's scavenges empty by themselves. */
 const YOUNG_SPACES = new Set(["new_space", "new_large_object_space"]);
@@ -53,29 +60,47 @@ function exposeGc(): CollectGarbage {
 
 let collect: CollectGarbage | undefined;
 
-export function releaseHeapIfLarge(): void {
-  if (oldGenerationBytes() <= HEAP_RELEASE_BYTES) return;
+/** The old-generation bytes a task with `inputBytes` of input may leave behind. */
+export function heapLimitAfter(inputBytes: number): number {
+  return inputBytes >= LARGE_INPUT_BYTES ? LARGE_TASK_RELEASE_BYTES : HEAP_RELEASE_BYTES;
+}
+
+/** Collects when the old generation holds more than a task of `inputBytes` may leave. */
+export function releaseHeapIfLarge(inputBytes: number): void {
+  if (oldGenerationBytes() <= heapLimitAfter(inputBytes)) return;
   collect ??= exposeGc();
   collect();
 }
 
+/** The bytes a task carries: its transferred `body` (the request), if it has one. */
+export function taskInputBytes(task: unknown): number {
+  if (typeof task !== "object" || task === null || !("body" in task)) return 0;
+  const { body } = task;
+  return body instanceof ArrayBuffer || ArrayBuffer.isView(body) ? body.byteLength : 0;
+}
+
 /**
  * A Piscina task function that releases the heap after each task (also after a task that
- * throws or rejects).
+ * throws or rejects). `inputBytes` tells large tasks from the others.
  */
-export function releasingHeap<Task, Result>(run: (task: Task) => Result): (task: Task) => Result {
+export function releasingHeap<Task, Result>(
+  run: (task: Task) => Result,
+  inputBytes: (task: Task) => number = taskInputBytes,
+): (task: Task) => Result {
   return (task) => {
+    const bytes = inputBytes(task);
+    const release = () => releaseHeapIfLarge(bytes);
     let result: Result;
     try {
       result = run(task);
     } catch (error) {
-      releaseHeapIfLarge();
+      release();
       throw error;
     }
     if (result instanceof Promise) {
-      return result.finally(releaseHeapIfLarge) as Result;
+      return result.finally(release) as Result;
     }
-    releaseHeapIfLarge();
+    release();
     return result;
   };
 }

@@ -7,8 +7,12 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
   HEAP_RELEASE_BYTES,
+  heapLimitAfter,
+  LARGE_INPUT_BYTES,
+  LARGE_TASK_RELEASE_BYTES,
   oldGenerationBytes,
   releasingHeap,
+  taskInputBytes,
 } from "../../../src/service/tasks/worker-heap.js";
 
 /** A task that builds `count` maps (as a parse of `{}` × count does) and drops them. */
@@ -27,6 +31,31 @@ describe("releasingHeap", () => {
     assert.ok(heapInUse > HEAP_RELEASE_BYTES, `${heapInUse} old-generation bytes in the task`);
     const after = oldGenerationBytes();
     assert.ok(after < heapInUse / 3, `${after} old-generation bytes in use after the task`);
+  });
+
+  test("after a task with a large body, a smaller heap is already too much", () => {
+    assert.equal(heapLimitAfter(0), HEAP_RELEASE_BYTES);
+    assert.equal(heapLimitAfter(LARGE_INPUT_BYTES - 1), HEAP_RELEASE_BYTES);
+    assert.equal(heapLimitAfter(LARGE_INPUT_BYTES), LARGE_TASK_RELEASE_BYTES);
+    assert.ok(LARGE_TASK_RELEASE_BYTES < HEAP_RELEASE_BYTES);
+    assert.equal(taskInputBytes({ body: new ArrayBuffer(300_000), receipt: false }), 300_000);
+    assert.equal(taskInputBytes({ body: new Uint8Array(12) }), 12);
+    assert.equal(taskInputBytes({ batchOf: [{ body: new ArrayBuffer(10) }] }), 0);
+    assert.equal(taskInputBytes(42), 0);
+    assert.equal(taskInputBytes(null), 0);
+
+    // 200,000 maps (about 40 MB, under the general threshold) left by a task whose body was
+    // large are collected at once.
+    const task = releasingHeap((input: { body: ArrayBuffer; count: number }) =>
+      parseLike(input.count),
+    );
+    const { heapInUse } = task({ body: new ArrayBuffer(LARGE_INPUT_BYTES), count: 200_000 });
+    assert.ok(
+      heapInUse > LARGE_TASK_RELEASE_BYTES,
+      `${heapInUse} old-generation bytes in the task`,
+    );
+    const after = oldGenerationBytes();
+    assert.ok(after < heapInUse / 2, `${after} old-generation bytes in use after the task`);
   });
 
   test("the task's result, rejection or exception is what the caller gets", async () => {
