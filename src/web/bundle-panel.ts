@@ -8,7 +8,7 @@ import {
   type ResultLike,
 } from "./chain-model.js";
 import { type Child, h, jsonBlock, nextFrame, replace, shortDid, shortHex } from "./dom.js";
-import { dropZone, type LoadedFile } from "./file-drop.js";
+import { dropZone, type LoadedFile, renderFileList } from "./file-drop.js";
 import { verifyOnServer } from "./service.js";
 import { sessionKey } from "./session-key.js";
 import { errorWords, reasonWords, type Tone, typeWords, VERDICT_WORDS } from "./wording.js";
@@ -82,32 +82,7 @@ export function bundlePanel(root: HTMLElement, hooks: BundlePanelHooks): void {
     void run();
   };
 
-  const renderRevocations = () => {
-    replace(
-      revocationList,
-      revocations.map((file, index) =>
-        h(
-          "li",
-          {},
-          h("span", {}, file.name),
-          h(
-            "button",
-            {
-              type: "button",
-              class: "button button--small button--quiet",
-              "aria-label": `Remove ${file.name}`,
-              onclick: () => {
-                revocations.splice(index, 1);
-                renderRevocations();
-                void run();
-              },
-            },
-            "Remove",
-          ),
-        ),
-      ),
-    );
-  };
+  const renderRevocations = () => renderFileList(revocationList, revocations, () => void run());
 
   requireAnchor.addEventListener("change", () => void run());
 

@@ -2,7 +2,7 @@
  * A drop zone: a real file input (so keyboard users tab to it and press Enter or Space)
  * behind a large label that also takes dropped files, or dropped text.
  */
-import { h } from "./dom.js";
+import { h, replace } from "./dom.js";
 
 export interface LoadedFile {
   name: string;
@@ -79,4 +79,36 @@ export function dropZone(options: DropZoneOptions): HTMLElement {
     }
   });
   return zone;
+}
+
+/**
+ * Shows `files` in `list`, each with a Remove button that takes it out of `files`, shows the
+ * list again and calls `onRemove` (the panels re-verify with what is left).
+ */
+export function renderFileList(list: HTMLElement, files: LoadedFile[], onRemove: () => void): void {
+  replace(
+    list,
+    files.map((file, index) =>
+      h(
+        "li",
+        {},
+        h("span", {}, file.name),
+        " ",
+        h(
+          "button",
+          {
+            type: "button",
+            class: "button button--small button--quiet",
+            "aria-label": `Remove ${file.name}`,
+            onclick: () => {
+              files.splice(index, 1);
+              renderFileList(list, files, onRemove);
+              onRemove();
+            },
+          },
+          "Remove",
+        ),
+      ),
+    ),
+  );
 }

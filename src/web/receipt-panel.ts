@@ -6,7 +6,7 @@
 import { ReceiptdInputError, type RevocationInput, verifyReceiptJson } from "./api.js";
 import { bundleState, iconFor } from "./bundle-panel.js";
 import { type Child, h, jsonBlock, nextFrame, replace, shortDid } from "./dom.js";
-import { dropZone, type LoadedFile } from "./file-drop.js";
+import { dropZone, type LoadedFile, renderFileList } from "./file-drop.js";
 import { serviceInfo, serviceRevocations } from "./service.js";
 import { receiptCheckWords, type Tone, VERDICT_WORDS } from "./wording.js";
 
@@ -61,33 +61,7 @@ export function receiptPanel(root: HTMLElement): ReceiptPanel {
       file === null ? "No bundle: the digest is not compared." : `Compared with ${file.name}.`,
     );
   };
-  const renderRevocations = () => {
-    replace(
-      revocationList,
-      revocations.map((file, index) =>
-        h(
-          "li",
-          {},
-          file.name,
-          " ",
-          h(
-            "button",
-            {
-              type: "button",
-              class: "button button--small button--quiet",
-              "aria-label": `Remove ${file.name}`,
-              onclick: () => {
-                revocations.splice(index, 1);
-                renderRevocations();
-                void run();
-              },
-            },
-            "Remove",
-          ),
-        ),
-      ),
-    );
-  };
+  const renderRevocations = () => renderFileList(revocationList, revocations, () => void run());
   useService.addEventListener("change", () => void run());
 
   replace(
