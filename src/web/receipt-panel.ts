@@ -48,11 +48,15 @@ export function receiptPanel(root: HTMLElement): ReceiptPanel {
     autocomplete: "off",
   });
 
+  // Checks wait for the service (its revocation document, /info): a check started later
+  // may finish first, so only the latest one draws its result, as in the bundle panel.
+  let runs = 0;
   const run = async () => {
     if (receipt === null) return;
+    const thisRun = ++runs;
     replace(result, h("p", { class: "working" }, `Checking ${receipt.name}…`));
     await nextFrame();
-    await check(result, receipt, bundle, revocations, useService.checked);
+    await check(result, receipt, bundle, revocations, useService.checked, () => thisRun === runs);
   };
   const setBundle = (file: LoadedFile | null) => {
     bundle = file;
@@ -182,6 +186,7 @@ async function check(
   bundle: LoadedFile | null,
   revocations: LoadedFile[],
   useService: boolean,
+  isLatest: () => boolean,
 ): Promise<void> {
   const sources: RevocationInput[] = revocations.map((file) => ({
     name: file.name,
@@ -214,6 +219,7 @@ async function check(
     });
   } catch (error) {
     if (!(error instanceof ReceiptdInputError)) throw error;
+    if (!isLatest()) return;
     replace(
       output,
       h(
@@ -237,6 +243,7 @@ async function check(
   } catch {
     info = null;
   }
+  if (!isLatest()) return;
   const tone: Tone = checked.valid ? "good" : "bad";
   const revoked = checked.errors.includes("key_revoked");
   const rows: Child[] = [];
