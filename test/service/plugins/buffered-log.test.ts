@@ -31,12 +31,12 @@ function child(body: string, onLine?: (line: string, kill: () => void) => void) 
 describe("bufferedStdout", () => {
   test("every line, whole and in order, when the process exits", async () => {
     const { out, code } = await child(
-      'for (let i = 0; i < 5000; i++) log.write(`{"n":${i},"pad":"${"x".repeat(40)}"}\\n`);',
+      'const pad = "x".repeat(40); for (let n = 0; n < 5000; n++) log.write(JSON.stringify({ n, pad }) + "\\n");',
     );
     assert.equal(code, 0);
     const lines = out.split("\n").filter(Boolean);
     assert.equal(lines.length, 5000);
-    lines.forEach((line, i) => assert.equal(JSON.parse(line).n, i));
+    for (const [i, line] of lines.entries()) assert.equal(JSON.parse(line).n, i);
   });
 
   test("a crash that exits still writes what was buffered", async () => {
