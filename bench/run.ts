@@ -4,7 +4,7 @@
  * scenario over real HTTP — against receiptd and against each `--target` deployment, one
  * after the other with the same client — and writes a table, JSON and an SVG chart.
  */
-import { cpus, platform, totalmem } from "node:os";
+import { availableParallelism, cpus, platform, totalmem } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -20,7 +20,13 @@ import {
 } from "./previous-run.js";
 import { renderTable, writeReport } from "./report.js";
 import { benchBundle, type Deployment, SCENARIOS, type Scenario } from "./scenarios.js";
-import { PeakRss, type ServiceProcess, startServiceProcess } from "./service-process.js";
+import {
+  PeakRss,
+  type RunningFloor,
+  type ServiceProcess,
+  startFloorProcess,
+  startServiceProcess,
+} from "./service-process.js";
 import { CpuMeter } from "./thread-cpu.js";
 import type { BenchRun, CeilingMeasurement, ScenarioResult } from "./types.js";
 
@@ -36,6 +42,9 @@ Starts receiptd and measures it over HTTP; writes bench/results/latest.{json,svg
   --target-internal-token T   internal token of the targets (settlement ingestion)
   --target-pid PID         the target's process, for its peak RSS (local targets only)
   --no-local               measure only the --target deployments
+  --no-floor               skip the floor (bench/floor-server.ts: node:http and worker
+                           threads running receiptd's own verification, nothing else),
+                           which otherwise answers the verification scenarios too
   --scenarios a,b,...      run only these (${SCENARIOS.map((s) => s.id).join(", ")})
   --seconds N              measured seconds per scenario (default 10; quick 1)
   --connections N          override every scenario's connection count
@@ -71,6 +80,7 @@ function parseOptions() {
       "target-internal-token": { type: "string" },
       "target-pid": { type: "string" },
       "no-local": { type: "boolean", default: false },
+      "no-floor": { type: "boolean", default: false },
       scenarios: { type: "string" },
       seconds: { type: "string" },
       connections: { type: "string" },
@@ -88,7 +98,11 @@ function parseOptions() {
 interface Measured {
   deployment: Deployment;
   pids: { web?: number; worker?: number };
+  /** The floor server: it answers only `floor` scenarios and is held to no goal. */
+  floor?: boolean;
 }
+
+const FLOOR_LABEL = "floor (node:http + workers)";
 
 async function runScenario(
   scenario: Scenario,
@@ -161,7 +175,7 @@ async function runScenario(
   if (load.firstError !== undefined) {
     console.error(`  ${scenario.id} @ ${deployment.label}: first error: ${load.firstError}`);
   }
-  const goal = scenario.goal?.(result, deployment);
+  const goal = measured.floor ? undefined : scenario.goal?.(result, deployment);
   return goal === undefined ? result : { ...result, goal };
 }
 
@@ -199,6 +213,7 @@ async function runBench(): Promise<number> {
   const ceiling = await measureCeiling(signaturesOf(benchBundle), args.quick ? 500 : 3_000);
 
   let local: ServiceProcess | undefined;
+  let floor: RunningFloor | undefined;
   const localLabel = `receiptd (${mode})`;
   const deployments: Measured[] = [];
   try {
@@ -220,6 +235,15 @@ async function runBench(): Promise<number> {
           mode,
         },
         pids: local.pids,
+      });
+    }
+    if (!args["no-local"] && !args["no-floor"] && scenarios.some((s) => s.floor === true)) {
+      console.log("starting the floor server …");
+      floor = await startFloorProcess(threads ?? availableParallelism());
+      deployments.push({
+        deployment: { label: FLOOR_LABEL, origin: floor.origin, mode: "embedded" },
+        pids: { web: floor.pid },
+        floor: true,
       });
     }
     for (const origin of targets) {
@@ -245,6 +269,7 @@ async function runBench(): Promise<number> {
     const results: ScenarioResult[] = [];
     for (const scenario of scenarios) {
       for (const measured of deployments) {
+        if (measured.floor && scenario.floor !== true) continue;
         console.log(`  ${scenario.id} @ ${measured.deployment.label} …`);
         results.push(await runScenario(scenario, measured, ceiling, timing, connections));
       }
@@ -292,7 +317,7 @@ async function runBench(): Promise<number> {
     }
     return broken.length > 0 ? 1 : 0;
   } finally {
-    await local?.stop();
+    await Promise.all([local?.stop(), floor?.stop()]);
   }
 }
 

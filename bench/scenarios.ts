@@ -42,6 +42,8 @@ export interface Scenario {
   request(n: number, deployment: Deployment): RequestSpec;
   accept(status: number, body: string, spec: RequestSpec): boolean;
   goal?(result: ScenarioResult, deployment: Deployment): GoalCheck | undefined;
+  /** Also run against the floor server (floor-server.ts): a plain `POST /verify` it can answer. */
+  floor?: boolean;
 }
 
 const BUNDLE_RECEIPTS = 6;
@@ -139,6 +141,7 @@ const singleBundle: Scenario = {
   connections: 16,
   request: (n, deployment) => verifySingle(deployment, n),
   accept: trusted,
+  floor: true,
   // Issue 15's goal; before it, ≥ 1,500 req/s (issue 10's, on a machine with a 5,400/s ceiling).
   goal: atLeast(
     "≥ 75% of ceiling, p99 ≤ 50 ms",
@@ -155,6 +158,7 @@ const batch50: Scenario = {
   connections: 4,
   request: (n, deployment) => verifyBatch(deployment, n),
   accept: allTrusted(BATCH_SIZE),
+  floor: true,
   // Issue 15's goal; before it, ≥ 2,000 bundles/s and ≥ 85% of the ceiling.
   goal: atLeast("≥ 90% of ceiling", (r) => (r.ceilingRatio ?? 0) >= 0.9),
 };

@@ -37,10 +37,16 @@ export interface ServiceProcess {
 }
 
 const RUNNING_FROM_SOURCE = import.meta.url.endsWith(".ts");
-const CLI = fileURLToPath(
-  new URL(`../src/cli/receiptd.${RUNNING_FROM_SOURCE ? "ts" : "js"}`, import.meta.url),
-);
-const NODE_ARGS = RUNNING_FROM_SOURCE ? ["--import", "tsx", CLI] : [CLI];
+
+/** How Node.js runs the script at `path` (relative to bench/, no extension), here or in dist/. */
+function scriptArgs(path: string): string[] {
+  const script = fileURLToPath(
+    new URL(`${path}.${RUNNING_FROM_SOURCE ? "ts" : "js"}`, import.meta.url),
+  );
+  return RUNNING_FROM_SOURCE ? ["--import", "tsx", script] : [script];
+}
+
+const NODE_ARGS = scriptArgs("../src/cli/receiptd");
 
 /**
  * The Node.js options `npm start` gives `receiptd serve` (package.json), so the harness runs
@@ -90,10 +96,11 @@ function startChild(
   env: NodeJS.ProcessEnv,
   logFile: string,
   nodeOptions: string[] = [],
+  script: string[] = NODE_ARGS,
 ): ChildProcess {
   // The service logs one access line per request: straight to a file, as an operator would.
   const log = openSync(logFile, "a");
-  const child = spawn(process.execPath, [...nodeOptions, ...NODE_ARGS, ...args], {
+  const child = spawn(process.execPath, [...nodeOptions, ...script, ...args], {
     env,
     stdio: ["ignore", log, log],
   });
@@ -105,7 +112,7 @@ async function waitUntilHealthy(origin: string, child: ChildProcess, logFile: st
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) {
-      throw new Error(`receiptd exited with ${child.exitCode}: ${tail(logFile)}`);
+      throw new Error(`${origin} exited with ${child.exitCode}: ${tail(logFile)}`);
     }
     try {
       const response = await fetch(`${origin}/health`);
@@ -117,7 +124,7 @@ async function waitUntilHealthy(origin: string, child: ChildProcess, logFile: st
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(
-    `receiptd did not become healthy within ${READY_TIMEOUT_MS} ms: ${tail(logFile)}`,
+    `${origin} did not become healthy within ${READY_TIMEOUT_MS} ms: ${tail(logFile)}`,
   );
 }
 
@@ -217,6 +224,38 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     await stop();
     throw error;
   }
+}
+
+/** The floor server (floor-server.ts), run with `npm start`'s Node.js options, as receiptd is. */
+export async function startFloorProcess(threads: number): Promise<RunningFloor> {
+  const dir = mkdtempSync(join(tmpdir(), "receiptd-bench-floor-"));
+  const port = await freePort();
+  const log = join(dir, "floor.log");
+  const child = startChild(
+    [String(port), String(threads)],
+    process.env,
+    log,
+    startScriptNodeOptions(),
+    scriptArgs("./floor-server"),
+  );
+  const stop = async () => {
+    await stopChild(child);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const origin = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntilHealthy(origin, child, log);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { origin, pid: child.pid!, stop };
+}
+
+export interface RunningFloor {
+  origin: string;
+  pid: number;
+  stop(): Promise<void>;
 }
 
 /**

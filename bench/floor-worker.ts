@@ -1,0 +1,33 @@
+/**
+ * A worker thread of the floor server (floor-server.ts): the service's own `POST /verify`
+ * answer, given a batch of bodies per message, as the CPU pool's worker gets them.
+ */
+import { parentPort } from "node:worker_threads";
+import { answerVerifyRequest } from "../src/service/endpoints/verify/answer.js";
+import { generateSigner } from "../src/verifier/crypto/ed25519.js";
+
+export interface FloorBatch {
+  bodies: ArrayBuffer[];
+}
+
+export interface FloorAnswer {
+  statusCode: number;
+  json: string;
+}
+
+const port = parentPort;
+if (port === null) throw new Error("floor-worker.ts runs only as a worker thread");
+
+// The service's limits (MAX_BATCH, MAX_RESULT_BYTES defaults); the floor never signs a receipt.
+const signer = generateSigner();
+const context = { maxBatch: 1_000, maxResultBytes: 4 * 1024 * 1024, signer: () => signer };
+const flags = { requireAnchor: false, receipt: false };
+
+port.on("message", ({ bodies }: FloorBatch) => {
+  const answers = bodies.map((body): FloorAnswer => {
+    const outcome = answerVerifyRequest(new Uint8Array(body), flags, context);
+    if (!("json" in outcome)) throw new Error("the floor asks for no cacheable verdicts");
+    return { statusCode: outcome.statusCode, json: outcome.json };
+  });
+  port.postMessage(answers);
+});
