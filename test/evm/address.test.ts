@@ -10,6 +10,7 @@ import { secp256k1 } from "@noble/curves/secp256k1";
 import { getAddress, isAddress, keccak256 as viemKeccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { readAddress } from "../../src/erc8004/registry.js";
+import { ValidatorKeyError, validatorKeyFromText } from "../../src/erc8004/validator-key.js";
 import {
   isStrictAddress,
   keccak256,
@@ -193,10 +194,23 @@ describe("addresses of secp256k1 keys without viem", () => {
   });
   const edgeKeys = [keyHex(1n), keyHex(2n), keyHex(N - 1n), keyHex(N - 2n), keyHex(1n << 255n)];
 
-  test("publicKeyToAddress agrees with privateKeyToAccount", () => {
+  test("publicKeyToAddress and the validator key agree with privateKeyToAccount", () => {
     for (const key of [...randomKeys, ...edgeKeys]) {
       const expected = privateKeyToAccount(key).address;
       assert.equal(publicKeyToAddress(secp256k1.getPublicKey(key.slice(2), false)), expected, key);
+      assert.equal(validatorKeyFromText(`${key}\n`, "key").address, expected, key);
+      assert.equal(validatorKeyFromText(key, "key").address, expected, key);
+    }
+  });
+
+  test("refuses the keys viem refuses, with the same message as before", () => {
+    for (const scalar of [0n, N, N + 1n, (1n << 256n) - 1n]) {
+      const key = keyHex(scalar);
+      assert.throws(() => privateKeyToAccount(key), key);
+      assert.throws(
+        () => validatorKeyFromText(`${key}\n`, "/data/validator-key.hex"),
+        new ValidatorKeyError("/data/validator-key.hex is not a valid secp256k1 private key"),
+      );
     }
   });
 
