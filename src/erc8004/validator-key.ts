@@ -8,7 +8,7 @@
  * the form wallets and `cast wallet` import.
  *
  * The key is checked and its address derived with @noble/curves, not viem: the web process
- * only publishes the address, and loading viem at startup for it cost about 20 MiB of RSS.
+ * only publishes the address, and loading viem at startup for it cost about 12 MiB of RSS.
  * The viem account that signs is made on the first signature (`signer()`), on a worker thread.
  */
 import { readFileSync } from "node:fs";

@@ -1,7 +1,8 @@
 /**
- * EVM addresses and keccak-256 without viem, on @noble/hashes. The web process needs no more
- * than this at startup (an operator's `payTo` checked, the registry address read, the validator
- * key's address published at `/info`), and loading viem for it cost about 20 MiB of RSS and
+ * EVM addresses and keccak-256 without viem, on @noble/hashes. This is all the web process
+ * needs at startup (an operator's `payTo` checked, the validator key's address published at
+ * `/info`), and all `POST /erc8004/validate` needs before it signs (the registry address, the
+ * keccak-256 of a task id). Loading viem for it cost the web process about 12 MiB of RSS and
  * 1,700 modules (docs/operations.md, "Memory of the web process"). viem is still what signs
  * and recovers EIP-712 signatures, loaded on first use (`viem.ts`).
  *

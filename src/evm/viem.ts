@@ -1,5 +1,5 @@
 /**
- * viem, loaded on first use. At startup it costs the web process about 20 MiB of RSS and
+ * viem, loaded on first use. At startup it costs the web process about 12 MiB of RSS and
  * 1,700 modules, for work it may never do: EIP-712 hashing, signing and recovery happen only
  * when an x402 payment is verified or an ERC-8004 attestation is signed (on a worker thread).
  * What startup does need (checksums, the validator key's address) is in `address.ts`.

@@ -18,7 +18,7 @@
  *
  * viem does the EIP-712 hashing and the recovery. It is loaded on the first payment, not with
  * this module (`evm/viem.ts`): x402 is off in many deployments, and viem at startup cost the
- * web process about 20 MiB of RSS.
+ * web process about 12 MiB of RSS.
  */
 import { loadViem } from "../evm/viem.js";
 import type { JsonValue } from "../verifier/json/value.js";
