@@ -8,8 +8,8 @@
  * `types`).
  */
 import type { Address, Hex } from "viem";
-import { hashTypedData } from "viem";
-import type { PrivateKeyAccount } from "viem/accounts";
+import { loadViem } from "../evm/viem.js";
+import type { ValidatorKey } from "./validator-key.js";
 
 /** The domain's `name`: the service name every payload carries. */
 export const ATTESTATION_DOMAIN_NAME = "continuity-receipt-verify";
@@ -77,9 +77,12 @@ export function attestationDomain(chainId: number, verifyingContract: Address): 
   };
 }
 
-/** Signs the message with the validator key and returns the self-describing envelope. */
+/**
+ * Signs the message with the validator key and returns the self-describing envelope. viem is
+ * loaded here, on the first attestation, not when the module is (`evm/viem.ts`).
+ */
 export async function signAttestation(
-  validator: PrivateKeyAccount,
+  validator: ValidatorKey,
   request: AttestationRequest,
 ): Promise<Attestation> {
   const typedData = {
@@ -89,7 +92,8 @@ export async function signAttestation(
     message: request.message,
   } as const;
   const message = { ...request.message, timestamp: BigInt(request.message.timestamp) };
+  const [{ hashTypedData }, account] = await Promise.all([loadViem(), validator.signer()]);
   const digest = hashTypedData({ ...typedData, message });
-  const signature = await validator.signTypedData({ ...typedData, message });
+  const signature = await account.signTypedData({ ...typedData, message });
   return { ...typedData, digest, signature, signer: validator.address };
 }

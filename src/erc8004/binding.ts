@@ -10,7 +10,7 @@
  * delivery body, so one rule set serves them all.
  */
 import { hash } from "node:crypto";
-import { keccak256 } from "viem";
+import { keccak256 } from "../evm/address.js";
 import { bodyOf, typeOf } from "../verifier/bundle/context.js";
 import { recordDigest } from "../verifier/crypto/digest.js";
 import { CanonicalizationError } from "../verifier/json/canonical.js";
@@ -80,7 +80,7 @@ export function bindTaskHash(bundle: JsonObject, taskHash: Uint8Array): BindingR
   const taskId = taskIdBytes(bundle);
   if (taskId !== null) {
     if (same(hash("sha256", taskId, "buffer"))) return "task_id_sha256";
-    if (same(keccak256(taskId, "bytes"))) return "task_id_keccak256";
+    if (same(keccak256(taskId))) return "task_id_keccak256";
   }
   if (responseHashes(bundle).some(same)) return "delivery_response_hash";
   if (same(receiptDigestBytes(terminalReceipt(bundle)))) return "terminal_receipt_digest";

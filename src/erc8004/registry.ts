@@ -2,7 +2,7 @@
  * Where an attestation points: the chain and the ERC-8004 Validation Registry that the
  * EIP-712 domain names (`chainId`, `verifyingContract`).
  */
-import { type Address, getAddress } from "viem";
+import { type Address, toChecksumAddress } from "../evm/address.js";
 
 /** Base mainnet (`eip155:8453`), the network the service's interface names. */
 export const DEFAULT_CHAIN_ID = 8453;
@@ -34,7 +34,7 @@ export type AddressReading =
 export function readAddress(text: string): AddressReading {
   const hex = ADDRESS.exec(text)?.[1];
   if (hex === undefined) return { ok: false, reason: "not_an_address" };
-  const checksummed = getAddress(`0x${hex.toLowerCase()}`);
+  const checksummed = toChecksumAddress(text);
   const mixedCase = hex !== hex.toLowerCase() && hex !== hex.toUpperCase();
   if (mixedCase && checksummed !== text) return { ok: false, reason: "bad_checksum" };
   return { ok: true, address: checksummed };

@@ -15,8 +15,12 @@
  *   `s <= n/2` (USDC's ECRecover refuses high-s); the recovered signer equals `from`.
  *   Longer signatures (ERC-1271 smart wallets, ERC-6492 wrappers) need an RPC call and are
  *   refused here.
+ *
+ * viem does the EIP-712 hashing and the recovery. It is loaded on the first payment, not with
+ * this module (`evm/viem.ts`): x402 is off in many deployments, and viem at startup cost the
+ * web process about 12 MiB of RSS.
  */
-import { hashTypedData, recoverAddress } from "viem";
+import { loadViem } from "../evm/viem.js";
 import type { JsonValue } from "../verifier/json/value.js";
 import { PyFloat } from "../verifier/json/value.js";
 import type { Authorization, PaymentPayload } from "./codec.js";
@@ -68,10 +72,11 @@ export function transferWithAuthorizationTypedData(
 }
 
 /** The EIP-712 digest the signature covers. */
-export function authorizationDigest(
+export async function authorizationDigest(
   requirement: Pick<ExactRequirement, "network" | "asset" | "domain">,
   authorization: Authorization,
-): Hex {
+): Promise<Hex> {
+  const { hashTypedData } = await loadViem();
   return hashTypedData(transferWithAuthorizationTypedData(requirement, authorization));
 }
 
@@ -203,10 +208,12 @@ export async function recoverPayer(
   signature: Hex,
 ): Promise<Address> {
   const parts = splitSignature(signature);
+  // Loaded outside the try: a viem that cannot be loaded is not a bad signature.
+  const { recoverAddress } = await loadViem();
   let signer: Address;
   try {
     signer = await recoverAddress({
-      hash: authorizationDigest(requirement, authorization),
+      hash: await authorizationDigest(requirement, authorization),
       signature: parts,
     });
   } catch {

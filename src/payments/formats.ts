@@ -1,5 +1,5 @@
 /** Lexical forms of the EVM values x402 carries as JSON strings. */
-import { getAddress, isAddress } from "viem";
+import { isStrictAddress, toChecksumAddress } from "../evm/address.js";
 
 export type Address = `0x${string}`;
 export type Hex = `0x${string}`;
@@ -17,10 +17,12 @@ export function isAddressText(value: string): value is Address {
   return ADDRESS.test(value);
 }
 
-/** An address as configured by an operator: mixed case must be a valid EIP-55 checksum. */
+/**
+ * An address as configured by an operator: mixed case must be a valid EIP-55 checksum (viem's
+ * strict `isAddress`, which lets all-lowercase through). The result is the EIP-55 spelling.
+ */
 export function checksumAddress(value: string): Address | null {
-  if (!ADDRESS.test(value) || !isAddress(value, { strict: true })) return null;
-  return getAddress(value);
+  return isStrictAddress(value) ? toChecksumAddress(value) : null;
 }
 
 export function sameAddress(a: string, b: string): boolean {

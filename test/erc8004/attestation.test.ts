@@ -16,6 +16,7 @@ import {
   signAttestation,
 } from "../../src/erc8004/attestation.js";
 import { DEFAULT_VALIDATION_REGISTRY } from "../../src/erc8004/registry.js";
+import { validatorKeyFromText } from "../../src/erc8004/validator-key.js";
 import {
   domainSeparator,
   encodeType,
@@ -86,9 +87,8 @@ describe("the independent EIP-712 reference", () => {
 
 describe("signAttestation", () => {
   // A fixed key, so a failure reproduces; its address is whatever it derives to.
-  const validator = privateKeyToAccount(
-    "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318",
-  );
+  const key = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318";
+  const validator = validatorKeyFromText(`${key}\n`, "the test key");
   const message = {
     requestId: `0x${"ab".repeat(32)}`,
     outcome: 1,
@@ -127,6 +127,7 @@ describe("signAttestation", () => {
     assert.equal(attestation.primaryType, "ValidationResponse");
     assert.deepEqual(attestation.message, message);
     assert.equal(attestation.signer, validator.address);
+    assert.equal(attestation.signer, privateKeyToAccount(key).address);
     assert.match(attestation.signature, /^0x[0-9a-f]{128}(1b|1c)$/);
   });
 

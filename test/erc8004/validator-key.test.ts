@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { recoverMessageAddress } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import {
   loadOrCreateValidatorKey,
@@ -55,21 +56,34 @@ describe("the validator key", () => {
     assert.equal(account.address, privateKeyToAccount(key as `0x${string}`).address);
   });
 
-  const corrupt: [name: string, text: string][] = [
-    ["not hex", "not a key\n"],
-    ["upper-case hex", `0x${"AB".repeat(32)}\n`],
-    ["too short", `0x${"ab".repeat(31)}\n`],
-    ["zero, outside the curve's scalar range", `0x${"00".repeat(32)}\n`],
-    ["the group order or above", `0x${"ff".repeat(32)}\n`],
+  test("signs with the key whose address it published, making the account once", async () => {
+    const dataDir = join(root, "signer");
+    const key = await loadOrCreateValidatorKey(dataDir);
+    const account = await key.signer();
+    assert.equal(account.address, key.address);
+    assert.equal(await key.signer(), account, "one account per loaded key");
+    const signature = await account.signMessage({ message: "validator" });
+    assert.equal(await recoverMessageAddress({ message: "validator", signature }), key.address);
+  });
+
+  const NOT_TEXT = "does not hold 0x + 64 lowercase hex digits";
+  const NOT_KEY = "is not a valid secp256k1 private key";
+  const corrupt: [name: string, text: string, message: string][] = [
+    ["not hex", "not a key\n", NOT_TEXT],
+    ["upper-case hex", `0x${"AB".repeat(32)}\n`, NOT_TEXT],
+    ["too short", `0x${"ab".repeat(31)}\n`, NOT_TEXT],
+    ["zero, outside the curve's scalar range", `0x${"00".repeat(32)}\n`, NOT_KEY],
+    ["the group order or above", `0x${"ff".repeat(32)}\n`, NOT_KEY],
   ];
-  for (const [name, text] of corrupt) {
+  for (const [name, text, message] of corrupt) {
     test(`a key file that is ${name} is refused, not replaced`, async () => {
       const dataDir = join(root, `corrupt-${name.replace(/\W+/g, "-")}`);
       await mkdir(dataDir);
       const path = join(dataDir, VALIDATOR_KEY_FILE);
       await writeFile(path, text, { mode: 0o600 });
-      await assert.rejects(loadOrCreateValidatorKey(dataDir), ValidatorKeyError);
-      assert.throws(() => openValidatorKey(dataDir), ValidatorKeyError);
+      const refusal = new ValidatorKeyError(`${path} ${message}`);
+      await assert.rejects(loadOrCreateValidatorKey(dataDir), refusal);
+      assert.throws(() => openValidatorKey(dataDir), refusal);
       assert.equal(await readFile(path, "utf8"), text);
     });
   }

@@ -81,7 +81,7 @@ describe("the npm package", () => {
     ]) {
       assert.ok(paths.includes(required), required);
     }
-    // The browser's crypto implementation imports devDependencies; the server never loads it.
+    // The browser's crypto implementation: the server never loads it (the page bundles its own).
     assert.deepEqual(
       paths.filter((path) => /verifier\/crypto\/(noble|platform\.browser)\./.test(path)),
       [],

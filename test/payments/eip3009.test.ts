@@ -85,7 +85,7 @@ describe("the x402 specification's test vector (Base Sepolia)", () => {
   test("hashes to the published digest and recovers the payer", async () => {
     const options = sepolia();
     assert.equal(
-      authorizationDigest(options[0]!, signed.authorization),
+      await authorizationDigest(options[0]!, signed.authorization),
       "0xf256992871671abcb27ff92885a7afa46218724e5fc0bac35d050115aa1d22e6",
     );
     const verified = await verify(payment(v1Payment("base-sepolia", signed)), options, { now: at });

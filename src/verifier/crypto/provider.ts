@@ -11,7 +11,7 @@
  *   OpenSSL's equation, written out (see there), not noble's own `verify`.
  *
  * The default comes from `platform.ts`. The browser build (`scripts/build-web.mjs`) resolves
- * `platform.js` to `platform.browser.ts`, so the server never loads noble and the page never
+ * `platform.js` to `platform.browser.ts`, so the server never loads `noble.ts` and the page never
  * references `node:crypto`. `setVerifierCrypto` switches at run time (the contract test).
  */
 import { platformCrypto } from "./platform.js";

@@ -19,7 +19,6 @@
  *   `400 result_too_large` when its errors and reasons would pass `maxResultBytes`.
  */
 import type { Address, Hex } from "viem";
-import type { PrivateKeyAccount } from "viem/accounts";
 import { type Attestation, signAttestation } from "../../../erc8004/attestation.js";
 import { type BindingRule, bindTaskHash, hash32 } from "../../../erc8004/binding.js";
 import { type ValidationChecks, validationChecks } from "../../../erc8004/checks.js";
@@ -30,6 +29,7 @@ import {
   MAX_CHAIN_ID,
   readAddress,
 } from "../../../erc8004/registry.js";
+import type { ValidatorKey } from "../../../erc8004/validator-key.js";
 import { bodyValidator } from "../../../validation/body-validator.js";
 import { ResultBudget, ResultBudgetExceeded } from "../../../verifier/bundle/budget.js";
 import type { VerifyResult } from "../../../verifier/bundle/result.js";
@@ -60,7 +60,7 @@ export interface Erc8004Task {
 
 export interface Erc8004RequestContext {
   /** The validator key (loaded once per thread, on first use). */
-  validator(): PrivateKeyAccount;
+  validator(): ValidatorKey;
   /** Milliseconds since the epoch: the attestation's timestamp. */
   now(): number;
   /** Bytes of errors and reasons the verdict may hold. */

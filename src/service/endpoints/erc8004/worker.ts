@@ -1,11 +1,10 @@
 /** Worker-thread side of `POST /erc8004/validate`: verification, checks and the attestation. */
-import type { PrivateKeyAccount } from "viem/accounts";
-import { openValidatorKey } from "../../../erc8004/validator-key.js";
+import { openValidatorKey, type ValidatorKey } from "../../../erc8004/validator-key.js";
 import { implementTask, workerContext } from "../../tasks/worker.js";
 import { answerValidateRequest } from "./answer.js";
 import { validateTask } from "./tasks.js";
 
-let validator: PrivateKeyAccount | undefined;
+let validator: ValidatorKey | undefined;
 
 const requestContext = {
   validator: () => {
