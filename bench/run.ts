@@ -39,6 +39,8 @@ Starts receiptd and measures it over HTTP; writes bench/results/latest.{json,svg
                            (REDIS_URL / DATABASE_URL, default the local servers)
   --target URL             also run every scenario against this deployment (repeatable)
   --target-key KEY         API key sent to the targets (x-svc-key)
+                           (--target-key and --target-pid: one for every target, or
+                           one per --target, in the same order)
   --target-internal-token T   internal token of the targets (settlement ingestion)
   --target-pid PID         the target's process, for its peak RSS (local targets only)
   --no-local               measure only the --target deployments
@@ -76,9 +78,9 @@ function parseOptions() {
       quick: { type: "boolean", default: false },
       distributed: { type: "boolean", default: false },
       target: { type: "string", multiple: true, default: [] },
-      "target-key": { type: "string" },
+      "target-key": { type: "string", multiple: true },
       "target-internal-token": { type: "string" },
-      "target-pid": { type: "string" },
+      "target-pid": { type: "string", multiple: true },
       "no-local": { type: "boolean", default: false },
       "no-floor": { type: "boolean", default: false },
       scenarios: { type: "string" },
@@ -204,6 +206,8 @@ async function runBench(): Promise<number> {
   const unknown = wanted?.filter((id) => !SCENARIOS.some((s) => s.id === id)) ?? [];
   if (unknown.length > 0) throw new UsageError(`unknown scenario(s): ${unknown.join(", ")}`);
   const targets = args.target.map(targetOrigin);
+  const targetKey = perTarget(args["target-key"], "--target-key", targets.length);
+  const targetPid = perTarget(args["target-pid"], "--target-pid", targets.length);
   const scenarios = SCENARIOS.filter((s) => wanted === undefined || wanted.includes(s.id));
   const mode = args.distributed ? "distributed" : "embedded";
   const connections = positiveInteger(args.connections, "--connections");
@@ -246,14 +250,15 @@ async function runBench(): Promise<number> {
         floor: true,
       });
     }
-    for (const origin of targets) {
-      const pid = args["target-pid"] === undefined ? undefined : Number(args["target-pid"]);
+    for (const [i, origin] of targets.entries()) {
+      const pid = targetPid(i) === undefined ? undefined : Number(targetPid(i));
+      const apiKey = targetKey(i);
       deployments.push({
         deployment: {
           label: origin,
           origin,
           mode: await deploymentMode(origin),
-          ...(args["target-key"] === undefined ? {} : { apiKey: args["target-key"] }),
+          ...(apiKey === undefined ? {} : { apiKey }),
           ...(args["target-internal-token"] === undefined
             ? {}
             : { internalToken: args["target-internal-token"] }),
@@ -319,6 +324,22 @@ async function runBench(): Promise<number> {
   } finally {
     await Promise.all([local?.stop(), floor?.stop()]);
   }
+}
+
+/**
+ * The value of a per-target option for target `i`: one value is every target's, several are
+ * paired with the `--target`s in order.
+ */
+function perTarget(
+  values: string[] | undefined,
+  name: string,
+  targets: number,
+): (i: number) => string | undefined {
+  const given = values ?? [];
+  if (given.length > 1 && given.length !== targets) {
+    throw new UsageError(`${name} is given ${given.length} times for ${targets} --target(s)`);
+  }
+  return (i) => (given.length === 1 ? given[0] : given[i]);
 }
 
 /** A deployment reports Redis or a database in `/health` exactly when it runs distributed. */

@@ -25,6 +25,10 @@ describe("bench command line", () => {
     [["--target", "localhost:8080"], "--target must be an http(s) URL, got 'localhost:8080'"],
     [["--scenarios", "single,nope"], "unknown scenario(s): nope"],
     [["--out"], "Option '--out <value>' argument missing"],
+    [
+      ["--target", "http://127.0.0.1:1", "--target-pid", "1", "--target-pid", "2"],
+      "--target-pid is given 2 times for 1 --target(s)",
+    ],
   ];
   for (const [args, message] of refused) {
     test(`${args.join(" ")}: one line, the usage, exit 2`, () => {
