@@ -4,6 +4,7 @@
  * fixed size and a bounded queue; a full queue is reported as `CpuPoolOverloadedError`,
  * which the service answers with 503 instead of queueing without bound.
  */
+import { setFlagsFromString } from "node:v8";
 import { Piscina } from "piscina";
 import type { CpuPoolStats } from "../metrics/metrics.js";
 import {
@@ -20,7 +21,18 @@ import type { TaskBatch, TaskBatchResults } from "./tasks/task-batch.js";
  * measurable throughput (bench/): a task's garbage is short-lived, so a smaller nursery only
  * scavenges a little more often.
  */
-const WORKER_YOUNG_GENERATION_MB = 16;
+export const WORKER_YOUNG_GENERATION_MB = 16;
+
+/**
+ * Lets each worker's `resourceLimits` size its young generation. A `--max-semi-space-size`
+ * given to the process (`npm start` gives the main thread a small one: docs/operations.md)
+ * would otherwise override the limits of every isolate created later, worker threads included,
+ * so before it starts its threads the pool puts the flag back to V8's default, 0 (no
+ * override). Only isolates created afterwards read it: the main thread keeps what it started with.
+ */
+function releaseYoungGenerationToWorkerLimits(): void {
+  setFlagsFromString("--max-semi-space-size=0");
+}
 
 /**
  * The most tasks one message carries. Enough to spread a message's fixed cost thin (about 8%
@@ -80,6 +92,7 @@ export class CpuPool {
     this.#modules = options.taskModules ?? {};
     this.#threads = options.threads;
     this.#maxQueue = options.maxQueue;
+    releaseYoungGenerationToWorkerLimits();
     this.#pool = new Piscina({
       minThreads: options.threads,
       maxThreads: options.threads,
