@@ -14,6 +14,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { Worker } from "node:worker_threads";
+import { cpuWorkerResourceLimits } from "../src/service/cpu-pool.js";
 import { transferableBody } from "../src/service/plugins/raw-body.js";
 import type { FloorAnswer, FloorBatch } from "./floor-worker.js";
 
@@ -50,7 +51,8 @@ function dispatch(thread: FloorThread): void {
 
 const threads: FloorThread[] = Array.from({ length: Number(threadsText) }, () => {
   const thread: FloorThread = {
-    worker: new Worker(workerEntry, { eval: true }),
+    // The heap receiptd's CPU pool gives its threads.
+    worker: new Worker(workerEntry, { eval: true, resourceLimits: cpuWorkerResourceLimits() }),
     inFlight: null,
   };
   thread.worker.on("message", (answers: FloorAnswer[]) => {

@@ -5,6 +5,7 @@
  * which the service answers with 503 instead of queueing without bound.
  */
 import { setFlagsFromString } from "node:v8";
+import type { ResourceLimits } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { CpuPoolStats } from "../metrics/metrics.js";
 import {
@@ -24,14 +25,17 @@ import type { TaskBatch, TaskBatchResults } from "./tasks/task-batch.js";
 export const WORKER_YOUNG_GENERATION_MB = 16;
 
 /**
- * Lets each worker's `resourceLimits` size its young generation. A `--max-semi-space-size`
- * given to the process (`npm start` gives the main thread a small one: docs/operations.md)
- * would otherwise override the limits of every isolate created later, worker threads included,
- * so before it starts its threads the pool puts the flag back to V8's default, 0 (no
- * override). Only isolates created afterwards read it: the main thread keeps what it started with.
+ * The `resourceLimits` of a CPU worker thread (the pool's, and the bench's floor server's).
+ *
+ * A `--max-semi-space-size` given to the process (`npm start` gives the main thread a small
+ * one: docs/operations.md) would override the limits of every isolate created later, worker
+ * threads included, so this puts the flag back to V8's default, 0 (no override), before
+ * threads are started with these limits. Only isolates created afterwards read it: the main
+ * thread keeps what it started with.
  */
-function releaseYoungGenerationToWorkerLimits(): void {
+export function cpuWorkerResourceLimits(): ResourceLimits {
   setFlagsFromString("--max-semi-space-size=0");
+  return { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB };
 }
 
 /**
@@ -92,13 +96,12 @@ export class CpuPool {
     this.#modules = options.taskModules ?? {};
     this.#threads = options.threads;
     this.#maxQueue = options.maxQueue;
-    releaseYoungGenerationToWorkerLimits();
     this.#pool = new Piscina({
       minThreads: options.threads,
       maxThreads: options.threads,
       maxQueue: options.maxQueue,
       workerData: options.workerData,
-      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+      resourceLimits: cpuWorkerResourceLimits(),
       ...(RUNNING_FROM_SOURCE ? { execArgv: ["--import", "tsx"] } : {}),
     });
   }
