@@ -135,10 +135,14 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
 
   async #add(jobId: string, payload: Payload, settle: Settle<Result>): Promise<void> {
     await this.#queue.add(this.name, payload, { jobId, ...this.#jobOptions });
-    // A duplicate add is ignored; if that job has already finished, no event will tell.
+    // A duplicate add is ignored; if that job has already finished, no event will tell. The
+    // state is read before the job: a job read first can finish before its state is read, and
+    // it would then be answered completed without its result.
+    const state = await this.#queue.getJobState(jobId);
+    if (state !== "completed" && state !== "failed") return;
     const job = await Job.fromId<Payload, Result>(this.#queue, jobId);
+    // Removed in between by retention: its event, or `pending` after waitMs, answers instead.
     if (job === undefined) return;
-    const state = await job.getState();
     if (state === "completed") {
       settle({ state: "completed", jobId, result: job.returnvalue });
     } else if (state === "failed") {

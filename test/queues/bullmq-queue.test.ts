@@ -37,6 +37,28 @@ jobQueueContract("BullMqQueue", async (processor, options) => {
 });
 
 describe("BullMqQueue", () => {
+  test("a job that finishes while its submission checks on it is answered with its result", async () => {
+    // The worker can finish a job between the producer's reads of the job and of its state;
+    // an instant job, submitted many times, reaches that window now and then.
+    const name = "instant";
+    const worker = new BullMqWorker<{ n: number }, { n: number }>(name, async (job) => job, {
+      redisUrl: TEST_REDIS_URL,
+      prefix,
+      log: silent,
+    });
+    await worker.ready();
+    running.push({ close: () => worker.close(5000) });
+    const queue = new BullMqQueue<{ n: number }, { n: number }>(name, {
+      redisUrl: TEST_REDIS_URL,
+      prefix,
+    });
+    running.push(queue);
+    for (let n = 0; n < 300; n++) {
+      const outcome = await queue.submit(`job-${n}`, { n }, NOW);
+      assert.deepEqual(outcome, { state: "completed", jobId: `job-${n}`, result: { n } });
+    }
+  });
+
   test("with Redis unreachable a submission fails fast with QueueUnavailableError", async () => {
     // Nothing listens on port 1; the producer must not wait for a reconnection.
     const queue = new BullMqQueue<null, null>("unreachable", {
