@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: starts receiptd (embedded by default, `--distributed` for Redis,
  * PostgreSQL and BullMQ workers), measures the all-core Ed25519 ceiling, then drives every
- * scenario over real HTTP — against receiptd and against each `--target` deployment, one
- * after the other with the same client — and writes a table, JSON and an SVG chart.
+ * scenario over real HTTP — against receiptd, the floor server (floor-server.ts, for the
+ * verification scenarios) and each `--target` deployment, one after the other with the same
+ * client — and writes a table, JSON and an SVG chart.
  */
 import { availableParallelism, cpus, platform, totalmem } from "node:os";
 import { resolve } from "node:path";
