@@ -3,6 +3,7 @@
  * answer, given a batch of bodies per message, as the CPU pool's worker gets them.
  */
 import { parentPort } from "node:worker_threads";
+import { DEFAULT_LIMITS } from "../src/service/config.js";
 import { answerVerifyRequest } from "../src/service/endpoints/verify/answer.js";
 import { generateSigner } from "../src/verifier/crypto/ed25519.js";
 
@@ -18,9 +19,10 @@ export interface FloorAnswer {
 const port = parentPort;
 if (port === null) throw new Error("floor-worker.ts runs only as a worker thread");
 
-// The service's limits (MAX_BATCH, MAX_RESULT_BYTES defaults); the floor never signs a receipt.
+// receiptd's default limits; the floor never signs a receipt.
 const signer = generateSigner();
-const context = { maxBatch: 1_000, maxResultBytes: 4 * 1024 * 1024, signer: () => signer };
+const { maxBatch, maxResultBytes } = DEFAULT_LIMITS;
+const context = { maxBatch, maxResultBytes, signer: () => signer };
 const flags = { requireAnchor: false, receipt: false };
 
 port.on("message", ({ bodies }: FloorBatch) => {

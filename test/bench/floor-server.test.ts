@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { generatedBundle } from "../../bench/fixtures.js";
 import { type RunningFloor, startFloorProcess } from "../../bench/service-process.js";
+import { DEFAULT_LIMITS } from "../../src/service/config.js";
 import { answerVerifyRequest } from "../../src/service/endpoints/verify/answer.js";
 import { generateSigner } from "../../src/verifier/crypto/ed25519.js";
 
@@ -20,7 +21,7 @@ function serviceAnswer(body: string) {
   const outcome = answerVerifyRequest(
     new TextEncoder().encode(body),
     { requireAnchor: false, receipt: false },
-    { maxBatch: 1_000, maxResultBytes: 4 * 1024 * 1024, signer: () => signer },
+    { ...DEFAULT_LIMITS, signer: () => signer },
   );
   assert.ok("json" in outcome);
   return { status: outcome.statusCode, json: outcome.json };
