@@ -229,7 +229,7 @@ export async function buildApp(
   app.register(erc8004Routes);
   app.register(crystalRoutes);
   app.register(evaluationKeyRoutes);
-  app.register(pageRoutes, { root: locateWebRoot() });
+  app.register(pageRoutes, { enabled: config.verificationPage, root: locateWebRoot() });
   return app;
 }
 

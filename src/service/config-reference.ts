@@ -418,6 +418,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     processes: ["dev:facilitator"],
   },
   {
+    name: "VERIFICATION_PAGE",
+    group: "Server",
+    default: "on",
+    meaning:
+      "`on` or `off`: the verification page (`GET /` and `/assets/…`, docs/web-page.md), which verifies in the browser and sends nothing. Off, those routes answer `404 not_found`; the API is unchanged.",
+    processes: SERVE,
+  },
+  {
     name: "CORS_ORIGINS",
     group: "Server",
     default: "(empty: CORS off)",

@@ -171,6 +171,11 @@ export interface ServiceConfig {
   limits: ServiceLimits;
   /** Self-served evaluation keys, or null when they are off (`EVALUATION_KEYS=off`). */
   evaluationKeys: EvaluationKeysConfig | null;
+  /**
+   * `VERIFICATION_PAGE`: whether `GET /` serves the verification page (docs/web-page.md);
+   * off, the page and its assets answer `404 not_found`.
+   */
+  verificationPage: boolean;
   /** Which proxies' `X-Forwarded-For` is believed for the client's address. */
   trustProxy: TrustProxy;
   cpuPool: CpuPoolConfig;
@@ -322,6 +327,14 @@ function limitsFrom(env: Env): ServiceLimits {
     keyDailyCap: cap("KEY_DAILY_CAP", DEFAULT_LIMITS.keyDailyCap),
     x402PayerDailyCap: cap("X402_DAILY_CAP", DEFAULT_LIMITS.x402PayerDailyCap),
   };
+}
+
+function verificationPageFrom(env: Env): boolean {
+  const switched = (env.VERIFICATION_PAGE ?? "").trim().toLowerCase();
+  if (switched !== "" && switched !== "on" && switched !== "off") {
+    throw new ConfigError(`VERIFICATION_PAGE must be on or off, got '${env.VERIFICATION_PAGE}'`);
+  }
+  return switched !== "off";
 }
 
 function evaluationKeysFrom(env: Env): EvaluationKeysConfig | null {
@@ -526,6 +539,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     cors: corsFrom(env),
     openApiServerUrl: env.PUBLIC_BASE_URL || "/",
     evaluationKeys: evaluationKeysFrom(env),
+    verificationPage: verificationPageFrom(env),
     trustProxy: trustProxyFrom(env),
     ...rest,
     limits: mergedLimits,

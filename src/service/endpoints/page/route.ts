@@ -10,6 +10,8 @@
  * - a strict Content-Security-Policy: scripts, styles and requests only from this origin,
  *   no inline code, no framing, no forms posting anywhere, no plugins.
  *
+ * `VERIFICATION_PAGE=off` registers none of it: `GET /` and `/assets/…` answer `404 not_found`.
+ *
  * The routes are not in `/openapi.json`: the page is not an API operation, and its asset
  * names change with every build.
  */
@@ -64,12 +66,15 @@ export function locateWebRoot(): string | null {
 }
 
 export interface PageOptions {
+  /** `VERIFICATION_PAGE`: false, no route is registered, so `GET /` is the usual 404. */
+  enabled: boolean;
   /** The built page (`dist/web`), or null when it was not built: then there is no `GET /`. */
   root: string | null;
 }
 
 export async function pageRoutes(app: FastifyInstance, options: PageOptions) {
-  const { root } = options;
+  const { enabled, root } = options;
+  if (!enabled) return;
   if (root === null) {
     app.log.warn(
       "the verification page is not built (no dist/web): GET / answers 404; run npm run build",

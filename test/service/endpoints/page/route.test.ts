@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
+import { ConfigError, loadConfig } from "../../../../src/service/config.js";
 import {
   ASSET_CACHE_CONTROL,
   INDEX_CACHE_CONTROL,
@@ -159,5 +160,26 @@ describe("the verification page", () => {
     };
     assert.equal(document.paths["/"], undefined);
     assert.equal(document.paths["/assets/{file}"], undefined);
+  });
+
+  test("VERIFICATION_PAGE=off: the page and its assets are the usual 404, the API is unchanged", async () => {
+    assert.equal(loadConfig({}).verificationPage, true);
+    assert.equal(loadConfig({ VERIFICATION_PAGE: "on" }).verificationPage, true);
+    assert.equal(loadConfig({ VERIFICATION_PAGE: " OFF " }).verificationPage, false);
+    assert.throws(() => loadConfig({ VERIFICATION_PAGE: "no" }), ConfigError);
+
+    const html = (await service.app.inject({ method: "GET", url: "/" })).body;
+    const off = await startTestService({ verificationPage: false }, { anonymous: true });
+    try {
+      for (const url of ["/", ...assets(html).map((asset) => asset.src)]) {
+        const response = await off.app.inject({ method: "GET", url });
+        assert.equal(response.statusCode, 404, url);
+        assert.deepEqual(response.json(), { error: "not_found" }, url);
+        assert.equal(response.headers["content-security-policy"], undefined, url);
+      }
+      assert.equal((await off.app.inject({ method: "GET", url: "/info" })).statusCode, 200);
+    } finally {
+      await off.close();
+    }
   });
 });
