@@ -3,6 +3,8 @@
 //
 //   dist/web/index.html               references the assets by name, with SRI hashes
 //   dist/web/assets/app-<hash>.js     the page and the verifier (src/verifier), minified
+//   dist/web/assets/worker-<hash>.js  the Bundle tab's Web Worker: the verifier again, and
+//                                     the chain model (the page's script names it)
 //   dist/web/assets/app-<hash>.css
 //   dist/web/*.gz, *.br               pre-compressed copies (@fastify/static serves them)
 //   dist/web/build.json               asset names and sizes, read by the page route
@@ -68,6 +70,18 @@ function browserPlatform(root) {
   };
 }
 
+function outputsOf(result, outdir) {
+  return Object.fromEntries(
+    result.outputFiles.map((file) => [relative(outdir, file.path), file.contents]),
+  );
+}
+
+function findOutput(outputs, pattern, what) {
+  const name = Object.keys(outputs).find((candidate) => pattern.test(candidate));
+  if (name === undefined) throw new Error(`build-web: the bundle has no ${what}`);
+  return name;
+}
+
 function sri(bytes) {
   return `sha384-${createHash("sha384").update(bytes).digest("base64")}`;
 }
@@ -97,9 +111,8 @@ export async function buildWeb(root) {
   const outdir = join(root, "dist/web");
   rmSync(outdir, { recursive: true, force: true });
   mkdirSync(join(outdir, "assets"), { recursive: true });
-  const result = await build({
+  const common = {
     absWorkingDir: root,
-    entryPoints: { app: "src/web/main.ts", style: "src/web/styles.css" },
     entryNames: "assets/[name]-[hash]",
     outdir,
     bundle: true,
@@ -113,22 +126,33 @@ export async function buildWeb(root) {
     legalComments: "none",
     logLevel: "warning",
     write: false,
+  };
+  // The worker first: the page's script names it (a hash of its content) as a constant.
+  const workerBuild = await build({ ...common, entryPoints: { worker: "src/web/worker.ts" } });
+  const workerOutputs = outputsOf(workerBuild, outdir);
+  const worker = findOutput(workerOutputs, /^assets\/worker-[A-Z0-9]+\.js$/, "worker JS");
+  const result = await build({
+    ...common,
+    entryPoints: { app: "src/web/main.ts", style: "src/web/styles.css" },
+    define: { RECEIPTD_WORKER_URL: JSON.stringify(`/${worker}`) },
   });
+  const outputs = { ...outputsOf(result, outdir), ...workerOutputs };
+  const js = findOutput(outputs, /^assets\/app-[A-Z0-9]+\.js$/, "app JS");
+  const css = findOutput(outputs, /^assets\/style-[A-Z0-9]+\.css$/, "CSS");
 
-  const outputs = Object.fromEntries(
-    result.outputFiles.map((file) => [relative(outdir, file.path), file.contents]),
-  );
-  const js = Object.keys(outputs).find((name) => /^assets\/app-[A-Z0-9]+\.js$/.test(name));
-  const css = Object.keys(outputs).find((name) => /^assets\/style-[A-Z0-9]+\.css$/.test(name));
-  if (js === undefined || css === undefined)
-    throw new Error("build-web: the bundle has no app JS or CSS");
-
-  if (Buffer.from(outputs[js]).includes(STUB_MESSAGE)) {
-    throw new Error("build-web: a path of the page reaches node:crypto (see the stub's callers)");
-  }
-  const bundled = result.metafile.outputs[relative(root, join(outdir, js))];
-  if (Object.keys(bundled.inputs).some((input) => input.endsWith("src/verifier/crypto/node.ts"))) {
-    throw new Error("build-web: the page bundles the node:crypto implementation");
+  for (const [name, built] of [
+    [js, result],
+    [worker, workerBuild],
+  ]) {
+    if (Buffer.from(outputs[name]).includes(STUB_MESSAGE)) {
+      throw new Error(`build-web: a path of ${name} reaches node:crypto (see the stub's callers)`);
+    }
+    const bundled = built.metafile.outputs[relative(root, join(outdir, name))];
+    if (
+      Object.keys(bundled.inputs).some((input) => input.endsWith("src/verifier/crypto/node.ts"))
+    ) {
+      throw new Error(`build-web: ${name} bundles the node:crypto implementation`);
+    }
   }
 
   const sizes = {};
@@ -146,7 +170,7 @@ export async function buildWeb(root) {
   sizes["index.html"] = writeWithCompressed(join(outdir, "index.html"), Buffer.from(html));
 
   const info = {
-    assets: [js, css].map((name) => basename(name)),
+    assets: [js, css, worker].map((name) => basename(name)),
     sizes,
   };
   writeFileSync(join(outdir, "build.json"), `${JSON.stringify(info, null, 2)}\n`);

@@ -11,10 +11,9 @@ import {
   ReceiptdInputError,
   verifyAnchorJson,
 } from "./api.js";
-import { iconFor } from "./bundle-panel.js";
 import { type Child, h, jsonBlock, nextFrame, replace, shortHex } from "./dom.js";
 import { dropZone, type LoadedFile } from "./file-drop.js";
-import { ANCHOR_STATUS_WORDS, anchorCodeWords } from "./wording.js";
+import { ANCHOR_STATUS_WORDS, anchorCodeWords, iconFor } from "./wording.js";
 
 interface AnchorResultLike {
   status: string;

@@ -1,17 +1,25 @@
-/** The "Bundle" tab: drop or paste a bundle, see the verdict, the findings and the chain. */
-import { verifyBundleJson } from "./api.js";
-import {
-  buildChainModel,
-  type Finding,
-  type Mark,
-  type ReceiptNode,
-  type ResultLike,
-} from "./chain-model.js";
-import { type Child, h, jsonBlock, nextFrame, replace, shortDid, shortHex } from "./dom.js";
+/**
+ * The "Bundle" tab: drop or paste a bundle, see the verdict, the findings and the chain.
+ *
+ * Verification runs in the page's Web Worker (verify-client.ts), with progress and Cancel;
+ * the page's thread only draws, and draws what a person can read: findings grouped by code,
+ * a window of the chain (chain-view.ts), the start of the result JSON.
+ */
+import type { BundleView, FindingGroup, SummaryRow } from "./bundle-view.js";
+import { chainView } from "./chain-view.js";
+import { type Child, h, jsonBlock, replace, shortDid } from "./dom.js";
 import { dropZone, type LoadedFile, renderFileList } from "./file-drop.js";
 import { verifyOnServer } from "./service.js";
 import { sessionKey } from "./session-key.js";
-import { errorWords, reasonWords, type Tone, typeWords, VERDICT_WORDS } from "./wording.js";
+import { type Verification, verifyInWorker } from "./verify-client.js";
+import {
+  errorWords,
+  findingKindWords,
+  findingTone,
+  iconFor,
+  reasonWords,
+  VERDICT_WORDS,
+} from "./wording.js";
 
 export interface BundleState {
   bundle: LoadedFile | null;
@@ -30,6 +38,9 @@ export interface BundlePanelHooks {
 const FROM_SESSION =
   "Filled in with the evaluation key you got on this page (kept in this page's memory only).";
 
+/** How often the elapsed time under the progress bar is rewritten. */
+const TICK_MS = 250;
+
 /**
  * Puts `key` into the "Verify on the server as well" field if a result shows one now; later
  * results take it from session-key.ts.
@@ -41,9 +52,16 @@ export function fillServerKey(key: string): void {
   if (source !== null) replace(source, FROM_SESSION);
 }
 
+function bytesWords(bytes: number): string {
+  if (bytes < 1024 * 1024) return `${bytes.toLocaleString("en")} bytes`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
 export function bundlePanel(root: HTMLElement, hooks: BundlePanelHooks): void {
   const revocations: LoadedFile[] = [];
-  const result = h("div", { class: "result", id: "bundle-result", "aria-live": "polite" });
+  const result = h("div", { class: "result", id: "bundle-result" });
+  // Announced: the start of a verification and its verdict, in words (not the whole result).
+  const status = h("p", { class: "visually-hidden", id: "bundle-status", role: "status" });
   const requireAnchor = h("input", { type: "checkbox", id: "bundle-require-anchor" });
   const revocationList = h("ul", { class: "file-list", id: "bundle-revocation-list" });
   const pasted = h("textarea", {
@@ -55,26 +73,95 @@ export function bundlePanel(root: HTMLElement, hooks: BundlePanelHooks): void {
   });
 
   let runs = 0;
+  let running: Verification | null = null;
   const run = async () => {
     const bundle = bundleState.bundle;
     if (bundle === null) return;
     const thisRun = ++runs;
-    replace(result, h("p", { class: "working" }, `Verifying ${bundle.name} in this browser…`));
-    await nextFrame();
-    const started = performance.now();
-    const text = verifyBundleJson(bundle.bytes, {
+    const options = {
       requireAnchor: requireAnchor.checked,
       revocations: revocations.map((file) => ({ name: file.name, data: file.bytes })),
-    });
-    const elapsed = performance.now() - started;
+    };
+    const progress = h("progress", { id: "bundle-progress", "aria-label": "Verification" });
+    const progressText = h("span", { class: "progress__text", id: "bundle-progress-text" });
+    const cancel = h(
+      "button",
+      { type: "button", class: "button button--small", id: "bundle-cancel" },
+      "Cancel",
+    );
+    replace(
+      result,
+      h(
+        "div",
+        { class: "progress-box", id: "bundle-working" },
+        h(
+          "p",
+          { class: "working" },
+          `Verifying ${bundle.name} (${bytesWords(bundle.bytes.length)}) in this browser…`,
+        ),
+        h("div", { class: "row" }, progress, cancel),
+        progressText,
+      ),
+    );
+    announce(status, `Verifying ${bundle.name}…`);
+    const started = performance.now();
+    let phase = "Checking every receipt";
+    const tick = () => {
+      const seconds = ((performance.now() - started) / 1000).toFixed(1);
+      replace(progressText, `${phase} · ${seconds} s`);
+    };
+    tick();
+    const timer = setInterval(tick, TICK_MS);
+    const verification = verifyInWorker(
+      { bundle: bundle.bytes, ...options },
+      (step, done, total) => {
+        if (step !== "drawing" || total === 0) return;
+        progress.max = total;
+        progress.value = done;
+        phase = `Laying out the chain: ${done.toLocaleString("en")} of ${total.toLocaleString("en")} receipts`;
+        tick();
+      },
+    );
+    running = verification;
+    cancel.addEventListener("click", () => verification.cancel());
+    const outcome = await verification.outcome;
+    clearInterval(timer);
     if (thisRun !== runs) return;
-    renderResult(result, bundle, text, elapsed, {
-      requireAnchor: requireAnchor.checked,
-      revocations: revocations.length,
-      hooks,
-    });
-    // Scripts and tests can tell one finished verification from the next.
+    running = null;
+    if (outcome.type === "done") {
+      const verdict = renderResult(
+        result,
+        bundle,
+        outcome.view,
+        outcome.result,
+        outcome.elapsedMs,
+        {
+          requireAnchor: options.requireAnchor,
+          revocations: revocations.length,
+          hooks,
+        },
+      );
+      // Scripts and tests can tell one finished verification from the next.
+      result.dataset.run = String(thisRun);
+      showVerdict(verdict);
+      announce(status, verdictAnnouncement(outcome.view));
+      return;
+    }
+    const note = h(
+      "p",
+      {
+        class: `callout callout--${outcome.type === "cancelled" ? "warn" : "bad"}`,
+        id: outcome.type === "cancelled" ? "bundle-cancelled" : "bundle-failed",
+        tabindex: -1,
+      },
+      outcome.type === "cancelled"
+        ? `Cancelled: ${bundle.name} was not verified. Drop it again, or another bundle, to verify.`
+        : `The verifier stopped before a verdict (${outcome.message}). The CLI gives the same verdict as this page: npx continuity-receipt-verify ${bundle.name}`,
+    );
+    replace(result, note);
     result.dataset.run = String(thisRun);
+    showVerdict(note);
+    announce(status, note.textContent ?? "");
   };
 
   const load = (file: LoadedFile) => {
@@ -85,6 +172,10 @@ export function bundlePanel(root: HTMLElement, hooks: BundlePanelHooks): void {
   const renderRevocations = () => renderFileList(revocationList, revocations, () => void run());
 
   requireAnchor.addEventListener("change", () => void run());
+  // Escape cancels a verification in progress, wherever the focus is in the tab.
+  root.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && running !== null) running.cancel();
+  });
 
   replace(
     root,
@@ -151,15 +242,52 @@ export function bundlePanel(root: HTMLElement, hooks: BundlePanelHooks): void {
       }),
       revocationList,
     ),
+    status,
     result,
   );
+}
+
+/** Sets the live region's text so that it is read even when it equals the last one. */
+function announce(region: HTMLElement, text: string): void {
+  region.textContent = "";
+  requestAnimationFrame(() => {
+    region.textContent = text;
+  });
+}
+
+/**
+ * The verdict, in view and focused, on every screen size: a phone shows it below the fold.
+ * After the next frame's layout, so that scrolling to it does not force a layout of its own.
+ */
+function showVerdict(element: HTMLElement): void {
+  requestAnimationFrame(() => {
+    setTimeout(() => {
+      if (!element.isConnected) return;
+      element.scrollIntoView({ block: "start" });
+      element.focus({ preventScroll: true });
+    }, 0);
+  });
+}
+
+function plural(count: number, word: string): string {
+  return `${count.toLocaleString("en")} ${word}${count === 1 ? "" : "s"}`;
+}
+
+function verdictAnnouncement(view: BundleView): string {
+  const words = VERDICT_WORDS[view.verdict];
+  return `${words?.title ?? view.verdict}: ${words?.sentence ?? ""} ${plural(view.errorCount, "error")}, ${plural(view.reasonCount, "reason")}.`;
 }
 
 function verdictBanner(verdict: string): HTMLElement {
   const words = VERDICT_WORDS[verdict] ?? { tone: "neutral", title: verdict, sentence: "" };
   return h(
     "div",
-    { class: `verdict verdict--${words.tone}`, id: "bundle-verdict", "data-verdict": verdict },
+    {
+      class: `verdict verdict--${words.tone}`,
+      id: "bundle-verdict",
+      "data-verdict": verdict,
+      tabindex: -1,
+    },
     h("span", { class: "verdict__icon", "aria-hidden": "true" }, iconFor(words.tone)),
     h(
       "div",
@@ -176,194 +304,104 @@ function verdictBanner(verdict: string): HTMLElement {
   );
 }
 
-export function iconFor(tone: Tone): string {
-  switch (tone) {
-    case "good":
-      return "✓";
-    case "bad":
-      return "✗";
-    case "warn":
-      return "!";
-    case "insufficient":
-      return "?";
-    default:
-      return "•";
-  }
-}
+/** A link to a receipt of the chain: drawn into the chain's window first when it is not. */
+export type ReceiptLink = (position: number, text?: string) => HTMLElement;
 
-function findingTone(finding: Finding): Tone {
-  return finding.kind === "error"
-    ? "bad"
-    : finding.kind === "insufficient"
-      ? "insufficient"
-      : "warn";
-}
-
-function findingItem(finding: Finding, receipt: ReceiptNode | null): HTMLElement {
-  const words = finding.kind === "error" ? errorWords(finding.code) : reasonWords(finding.code);
-  const kind =
-    finding.kind === "error"
-      ? "Error"
-      : finding.kind === "insufficient"
-        ? "Missing evidence"
-        : "Not checked";
+/** One line per code: what it means, how often, its first details and receipts. */
+function groupItem(group: FindingGroup, link: ReceiptLink): HTMLElement {
+  const words = group.kind === "error" ? errorWords(group.code) : reasonWords(group.code);
+  const tone = findingTone(group.kind);
+  const moreReceipts = group.receiptCount - group.receipts.length;
   return h(
     "li",
-    { class: `finding finding--${findingTone(finding)}`, "data-code": finding.code },
-    h("span", { class: "finding__icon", "aria-hidden": "true" }, iconFor(findingTone(finding))),
+    {
+      class: `finding finding--${tone}`,
+      "data-code": group.code,
+      "data-count": group.count,
+    },
+    h("span", { class: "finding__icon", "aria-hidden": "true" }, iconFor(tone)),
     h(
       "div",
       {},
       h(
         "p",
         { class: "finding__words" },
-        h("span", { class: "visually-hidden" }, `${kind}: `),
+        h("span", { class: "visually-hidden" }, `${findingKindWords(group.kind)}: `),
         words,
       ),
       h(
         "p",
         { class: "finding__code" },
-        h("code", {}, finding.code),
-        finding.detail === null
+        h("code", {}, group.code),
+        group.count === 1
           ? null
-          : [" · ", h("span", { class: "finding__detail" }, finding.detail)],
-        receipt === null
-          ? null
-          : [" · ", h("a", { href: `#receipt-${receipt.position}` }, `receipt #${receipt.seq}`)],
+          : h("span", { class: "finding__count" }, ` × ${group.count.toLocaleString("en")}`),
+        group.details.length === 1 && group.moreDetails === 0
+          ? [" · ", h("span", { class: "finding__detail" }, group.details[0]!.detail)]
+          : null,
+        group.receipts.length === 1 && moreReceipts === 0
+          ? [" · ", link(group.receipts[0]!)]
+          : null,
       ),
-    ),
-  );
-}
-
-function receiptCard(node: ReceiptNode, firstBroken: boolean): HTMLElement {
-  const hasError = node.findings.some((f) => f.kind === "error");
-  const hasInsufficient = node.findings.some((f) => f.kind === "insufficient");
-  const state = hasError
-    ? "bad"
-    : hasInsufficient
-      ? "insufficient"
-      : node.findings.length > 0
-        ? "warn"
-        : "good";
-  const friendly = typeWords(node.type);
-  const link: Child =
-    node.link === "first"
-      ? h("span", { class: "link link--first" }, "Start of the chain")
-      : node.link === "intact"
+      group.details.length > 1 || group.moreDetails > 0
         ? h(
-            "span",
-            { class: "link link--intact" },
-            "✓ Links to ",
-            node.prevPointsTo === null
-              ? "the receipt before"
-              : h("a", { href: `#receipt-${node.prevPointsTo}` }, "the receipt before"),
-          )
-        : h(
-            "span",
-            { class: "link link--broken" },
-            "✗ Does not link to the receipt before",
-            node.prevPointsTo === null
-              ? null
-              : [
-                  " (points to ",
-                  h("a", { href: `#receipt-${node.prevPointsTo}` }, "another receipt"),
-                  ")",
-                ],
-          );
-  return h(
-    "li",
-    {
-      class: `receipt receipt--${state}${firstBroken ? " receipt--first-broken" : ""}`,
-      id: `receipt-${node.position}`,
-      "data-seq": node.seq,
-      "data-state": state,
-      tabindex: -1,
-    },
-    h("span", { class: "receipt__dot", "aria-hidden": "true" }, iconFor(state)),
-    h(
-      "div",
-      { class: "receipt__card" },
-      h(
-        "div",
-        { class: "receipt__head" },
-        h("span", { class: "receipt__seq" }, `#${node.seq}`),
-        h("span", { class: "receipt__type" }, friendly ?? node.type),
-        friendly === undefined ? null : h("code", { class: "receipt__rawtype" }, node.type),
-        firstBroken ? h("span", { class: "badge badge--bad" }, "The chain breaks here") : null,
-      ),
-      h(
-        "dl",
-        { class: "facts" },
-        h("dt", {}, "Issued"),
-        h("dd", {}, node.issuedAt ?? "—"),
-        h("dt", {}, "Issuer"),
-        h("dd", {}, node.issuer === null ? "—" : shortDid(node.issuer)),
-        h("dt", {}, "Link"),
-        h("dd", {}, link),
-        h("dt", {}, "Digest"),
-        h("dd", {}, node.digest === null ? "cannot be computed" : shortHex(node.digest)),
-        h("dt", {}, "Receipt id"),
-        h("dd", {}, node.receiptId === null ? "—" : h("code", { class: "wrap" }, node.receiptId)),
-      ),
-      node.marks.length === 0
-        ? null
-        : h("ul", { class: "marks", "aria-label": "Marked" }, node.marks.map(markItem)),
-      node.findings.length === 0
-        ? null
-        : h(
             "ul",
-            { class: "findings findings--compact" },
-            node.findings.map((f) => findingItem(f, null)),
-          ),
+            { class: "finding__details" },
+            group.details.map(({ detail, count }) =>
+              h(
+                "li",
+                {},
+                h("span", { class: "finding__detail" }, detail),
+                count === 1 ? null : ` (× ${count.toLocaleString("en")})`,
+              ),
+            ),
+            group.moreDetails === 0
+              ? null
+              : h("li", { class: "muted" }, `and ${plural(group.moreDetails, "other detail")}`),
+          )
+        : null,
+      group.receipts.length > 1 || moreReceipts > 0
+        ? h(
+            "p",
+            { class: "finding__receipts" },
+            `On ${plural(group.receiptCount, "receipt")}: `,
+            group.receipts.map((position, index) => [
+              index === 0 ? "" : ", ",
+              link(position, `#${position}`),
+            ]),
+            moreReceipts === 0 ? "" : ` and ${moreReceipts.toLocaleString("en")} more`,
+            ".",
+          )
+        : null,
     ),
   );
 }
 
-function markItem(mark: Mark): HTMLElement {
-  return h(
-    "li",
-    { class: `mark mark--${mark.kind} mark--${mark.tone}`, "data-mark": mark.kind },
-    mark.text,
-  );
-}
-
-function summaryList(summary: Record<string, unknown> | undefined): HTMLElement | null {
-  if (summary === undefined || Object.keys(summary).length === 0) return null;
-  const rows: Child[] = [];
-  const row = (term: string, value: Child) => rows.push(h("dt", {}, term), h("dd", {}, value));
-  if (summary.receipts !== undefined) row("Receipts", String(summary.receipts));
-  if (Array.isArray(summary.issuers)) {
-    row(
-      "Issuers",
-      summary.issuers.length === 0
-        ? "none"
-        : h(
-            "ul",
-            { class: "plain" },
-            summary.issuers.map((did) => h("li", {}, shortDid(String(did)))),
-          ),
+function summaryList(rows: SummaryRow[]): HTMLElement | null {
+  if (rows.length === 0) return null;
+  const items: Child[] = [];
+  for (const row of rows) {
+    const more =
+      row.more === 0
+        ? null
+        : h("span", { class: "muted" }, ` and ${row.more.toLocaleString("en")} more`);
+    items.push(
+      h("dt", {}, row.term),
+      h(
+        "dd",
+        {},
+        row.dids
+          ? h(
+              "ul",
+              { class: "plain" },
+              row.values.map((did) => h("li", {}, shortDid(did))),
+              more === null ? null : h("li", {}, more),
+            )
+          : [row.values.join(", "), more],
+      ),
     );
   }
-  if (summary.terminated !== undefined) row("Terminated", summary.terminated ? "yes" : "no");
-  if (summary.settled !== undefined) row("Settled", summary.settled ? "yes" : "no");
-  if (Array.isArray(summary.anchors)) row("Anchors", summary.anchors.join(", "));
-  if (summary.revocations_checked !== undefined)
-    row("Revocation statements checked", String(summary.revocations_checked));
-  if (summary.revocations_external !== undefined)
-    row("External revocation statements", String(summary.revocations_external));
-  if (typeof summary.chain_head === "object" && summary.chain_head !== null) {
-    const head = summary.chain_head as Record<string, unknown>;
-    row("Chain head", `seq ${String(head.seq)}, anchored (${String(head.anchored)})`);
-  }
-  if (Array.isArray(summary.attestations)) {
-    row(
-      "Counterparty attestations",
-      summary.attestations
-        .map((a) => String((a as Record<string, unknown>).attestation))
-        .join(", "),
-    );
-  }
-  return h("dl", { class: "facts facts--summary", id: "bundle-summary" }, rows);
+  return h("dl", { class: "facts facts--summary", id: "bundle-summary" }, items);
 }
 
 interface RenderOptions {
@@ -372,33 +410,29 @@ interface RenderOptions {
   hooks: BundlePanelHooks;
 }
 
+/** Draws the result into `root`; returns the verdict banner. */
 function renderResult(
   root: HTMLElement,
   bundle: LoadedFile,
-  text: string,
+  view: BundleView,
+  fullResult: Blob,
   elapsedMs: number,
   options: RenderOptions,
-): void {
-  const result = JSON.parse(text) as ResultLike;
-  const model = buildChainModel(bundle.bytes, result);
-  const byPosition = new Map(model.receipts.map((node) => [node.position, node]));
-  const findings: HTMLElement[] = [];
-  for (const node of model.receipts) {
-    for (const finding of node.findings)
-      findings.push(findingItem(finding, byPosition.get(node.position) ?? null));
-  }
-  for (const finding of model.bundleFindings) findings.push(findingItem(finding, null));
-  const errorCount = result.errors.length;
-  const reasonCount =
-    (result.provisional_reasons?.length ?? 0) + (result.insufficient_reasons?.length ?? 0);
-
+): HTMLElement {
+  const chain = view.chain.drawn ? chainView(view.chain) : null;
+  const link: ReceiptLink = (position, text) =>
+    chain === null ? h("span", {}, text ?? `receipt #${position}`) : chain.link(position, text);
+  const banner = verdictBanner(view.verdict);
+  const firstBroken = view.chain.firstBroken;
+  const brokenNode = firstBroken === null ? undefined : view.chain.receipts[firstBroken];
+  const brokenCode = brokenNode?.findings.find((f) => f.kind === "error")?.code;
   replace(
     root,
-    verdictBanner(result.verdict),
+    banner,
     h(
       "p",
       { class: "meta" },
-      `${bundle.name} · ${bundle.bytes.length.toLocaleString("en")} bytes · verified in this browser in ${Math.max(1, Math.round(elapsedMs))} ms`,
+      `${bundle.name} · ${bundle.bytes.length.toLocaleString("en")} bytes · verified in this browser in ${Math.max(1, Math.round(elapsedMs)).toLocaleString("en")} ms`,
       options.requireAnchor ? " · anchor required" : "",
       options.revocations > 0 ? ` · ${options.revocations} revocation document(s)` : "",
       " · nothing was sent.",
@@ -409,41 +443,51 @@ function renderResult(
       h(
         "h3",
         { id: "findings-title" },
-        findings.length === 0
+        view.groups.length === 0
           ? "Findings: none"
-          : `Findings (${errorCount} error${errorCount === 1 ? "" : "s"}, ${reasonCount} reason${reasonCount === 1 ? "" : "s"})`,
+          : `Findings (${plural(view.errorCount, "error")}, ${plural(view.reasonCount, "reason")}${view.groups.length > 1 ? `, of ${view.groups.length} kinds` : ""})`,
       ),
-      findings.length === 0
+      view.groups.length === 0
         ? h("p", { class: "muted" }, "No errors, and nothing left unchecked.")
-        : h("ul", { class: "findings", id: "bundle-findings" }, findings),
+        : h(
+            "ul",
+            { class: "findings", id: "bundle-findings" },
+            view.groups.map((group) => groupItem(group, link)),
+          ),
     ),
-    model.drawn
-      ? h(
+    chain === null
+      ? null
+      : h(
           "section",
           { class: "block", "aria-labelledby": "chain-title" },
-          h("h3", { id: "chain-title" }, `Receipt chain (${model.receipts.length}, in seq order)`),
-          model.firstBroken === null
+          h(
+            "h3",
+            { id: "chain-title" },
+            `Receipt chain (${view.chain.receipts.length.toLocaleString("en")}, in bundle order)`,
+          ),
+          firstBroken === null
             ? null
             : h(
                 "p",
-                { class: "callout callout--bad" },
+                { class: "callout callout--bad", id: "chain-break" },
                 "The chain breaks at ",
+                chain.link(firstBroken),
+                `, the first receipt with an error${brokenCode === undefined ? "" : ` (${brokenCode})`}: every receipt from there on is in doubt. `,
                 h(
-                  "a",
-                  { href: `#receipt-${model.firstBroken}` },
-                  `receipt #${byPosition.get(model.firstBroken)?.seq ?? "?"}`,
+                  "button",
+                  {
+                    type: "button",
+                    class: "button button--small",
+                    id: "chain-break-show",
+                    onclick: () => chain.jumpTo(firstBroken),
+                  },
+                  `Show receipt #${firstBroken}`,
                 ),
-                ": every receipt from there on is in doubt.",
               ),
-          h(
-            "ol",
-            { class: "chain", id: "bundle-chain" },
-            model.receipts.map((node) => receiptCard(node, node.position === model.firstBroken)),
-          ),
-        )
-      : null,
+          chain.element,
+        ),
     (() => {
-      const list = summaryList(result.summary);
+      const list = summaryList(view.summary);
       return list === null
         ? null
         : h(
@@ -456,14 +500,23 @@ function renderResult(
     h(
       "section",
       { class: "block" },
-      jsonBlock("Result JSON (what continuity-receipt-verify prints)", text, "result.json"),
+      jsonBlock(
+        "Result JSON (what continuity-receipt-verify prints)",
+        { preview: view.preview, cut: view.previewCut, full: fullResult, bytes: view.resultBytes },
+        "result.json",
+      ),
     ),
-    serverCheck(bundle, text, options),
+    serverCheck(bundle, () => fullResult.text(), options),
   );
+  return banner;
 }
 
 /** "Verify on the server as well": the one action that sends the bundle, with a pasted key. */
-function serverCheck(bundle: LoadedFile, browserText: string, options: RenderOptions): HTMLElement {
+function serverCheck(
+  bundle: LoadedFile,
+  browserText: () => Promise<string>,
+  options: RenderOptions,
+): HTMLElement {
   const remembered = sessionKey();
   const keyInput = h("input", {
     value: remembered ?? undefined,
@@ -526,8 +579,15 @@ function serverCheck(bundle: LoadedFile, browserText: string, options: RenderOpt
     }
     replace(output, h("p", { class: "working" }, "Asking the server…"));
     verifyOnServer(bundle.bytes, key, options.requireAnchor).then(
-      (answer) =>
-        renderServerAnswer(output, answer.status, answer.body, browserText, bundle, options),
+      async (answer) =>
+        renderServerAnswer(
+          output,
+          answer.status,
+          answer.body,
+          await browserText(),
+          bundle,
+          options,
+        ),
       () =>
         replace(
           output,

@@ -1,5 +1,5 @@
 /**
- * What the page draws of a bundle: its receipts in `seq` order with their links, marks
+ * What the page draws of a bundle: its receipts in bundle order with their links, marks
  * (redactions, disclosures, attestations, anchors, offers, acceptances, grants) and the
  * findings of the verification attached to the receipt each one names.
  *
@@ -114,7 +114,16 @@ function digestOf(receipt: JsonValue): string | null {
   }
 }
 
-export function buildChainModel(bundleBytes: Uint8Array, result: ResultLike): ChainModel {
+/** Called while the model is built: `done` of `total` receipts read. */
+export type ModelProgress = (done: number, total: number) => void;
+
+const PROGRESS_EVERY = 250;
+
+export function buildChainModel(
+  bundleBytes: Uint8Array,
+  result: ResultLike,
+  onProgress: ModelProgress = () => {},
+): ChainModel {
   let bundle: JsonValue = null;
   try {
     bundle = parseJson(bundleBytes, { universalNewlines: true });
@@ -136,6 +145,7 @@ export function buildChainModel(bundleBytes: Uint8Array, result: ResultLike): Ch
   const byWellFormed: ReceiptNode[] = [];
   let expectedPrev: string | null = null;
   rawReceipts.forEach((raw, position) => {
+    if (position % PROGRESS_EVERY === 0) onProgress(position, rawReceipts.length);
     if (!isObject(raw)) {
       nodes.push({
         position,
@@ -180,6 +190,14 @@ export function buildChainModel(bundleBytes: Uint8Array, result: ResultLike): Ch
   for (const node of nodes) if (node.digest !== null) byDigest.set(node.digest, node);
   const label = (node: ReceiptNode | undefined) =>
     node === undefined ? "a receipt that is not in the bundle" : `receipt #${node.seq}`;
+
+  const anchorsByTarget = new Map<string, Plain[]>();
+  for (const anchor of anchors) {
+    if (!isPlainObject(anchor) || typeof anchor.target !== "string") continue;
+    const list = anchorsByTarget.get(anchor.target) ?? [];
+    list.push(anchor);
+    anchorsByTarget.set(anchor.target, list);
+  }
 
   byWellFormed.forEach((node, wellFormed) => {
     const receipt = toPlain(rawReceipts[node.position]!) as Plain;
@@ -260,8 +278,8 @@ export function buildChainModel(bundleBytes: Uint8Array, result: ResultLike): Ch
         marks.push({ kind: "redaction", text: `Redacted: ${field}`, tone: "warn" });
       }
     }
-    for (const anchor of anchors) {
-      if (!isPlainObject(anchor) || anchor.target !== receipt.receipt_id) continue;
+    for (const anchor of anchorsByTarget.get(node.receiptId ?? "") ?? []) {
+      if (anchor.target !== receipt.receipt_id) continue;
       const meta = isPlainObject(anchor.anchor) ? text(anchor.anchor.type) : null;
       marks.push({
         kind: "anchor",
@@ -271,20 +289,36 @@ export function buildChainModel(bundleBytes: Uint8Array, result: ResultLike): Ch
     }
   });
 
+  const byReceiptId = new Map<string, ReceiptNode[]>();
+  for (const node of nodes) {
+    if (node.receiptId === null) continue;
+    const list = byReceiptId.get(node.receiptId) ?? [];
+    list.push(node);
+    byReceiptId.set(node.receiptId, list);
+  }
   const attestations = Array.isArray(result.summary?.attestations)
     ? result.summary.attestations
     : [];
+  const attestationsSeen = new Map<string, number>();
   for (const entry of attestations) {
     if (!isPlainObject(entry)) continue;
     const status = String(entry.attestation);
     const tone: Tone = status === "valid" ? "good" : status === "invalid" ? "bad" : "neutral";
     const words =
       status === "absent" ? "No counterparty attestation" : `Counterparty attestation ${status}`;
-    for (const node of nodes) {
-      if (node.receiptId === text(entry.receipt_id) && node.type === "delivery.attestation") {
-        node.marks.push({ kind: "attestation", text: words, tone });
-      }
-    }
+    // One entry per attestation receipt, in bundle order: the n-th entry naming an id is the
+    // n-th attestation receipt with it (never every receipt that repeats the id).
+    const id = text(entry.receipt_id) ?? "";
+    const seen = attestationsSeen.get(id) ?? 0;
+    attestationsSeen.set(id, seen + 1);
+    const sharing = (byReceiptId.get(id) ?? []).filter(
+      (node) => node.type === "delivery.attestation",
+    );
+    sharing[Math.min(seen, sharing.length - 1)]?.marks.push({
+      kind: "attestation",
+      text: words,
+      tone,
+    });
   }
   const head = plainBundle.chain_head;
   const last = byWellFormed.at(-1);
@@ -298,21 +332,14 @@ export function buildChainModel(bundleBytes: Uint8Array, result: ResultLike): Ch
     });
   }
 
-  attachFindings(model, nodes, byWellFormed, result);
-  model.receipts = [...nodes].sort(bySeq);
+  attachFindings(model, nodes, byWellFormed, byReceiptId, result);
+  onProgress(rawReceipts.length, rawReceipts.length);
+  // Bundle order, which is the order the verifier checks the chain in (and names in its
+  // details: `seq 0 != position 6`); in a sound chain it is seq order too.
+  model.receipts = nodes;
   model.firstBroken =
-    model.receipts.find((node) => node.findings.some((f) => f.kind === "error"))?.position ?? null;
+    nodes.find((node) => node.findings.some((f) => f.kind === "error"))?.position ?? null;
   return model;
-}
-
-function bySeq(a: ReceiptNode, b: ReceiptNode): number {
-  const seqA = Number(a.seq);
-  const seqB = Number(b.seq);
-  const validA = a.seq !== "?" && Number.isFinite(seqA);
-  const validB = b.seq !== "?" && Number.isFinite(seqB);
-  if (validA && validB && seqA !== seqB) return seqA - seqB;
-  if (validA !== validB) return validA ? -1 : 1;
-  return a.position - b.position;
 }
 
 function allFindings(result: ResultLike): Finding[] {
@@ -333,25 +360,52 @@ function allFindings(result: ResultLike): Finding[] {
 
 const PATH = /(?:^|\s)receipts\[(\d+)\]/;
 
-/** Each finding goes to the receipt it names (by receipt id, position or path), else the bundle. */
+const POSITION = /(?:^|\s)position (\d+)$/;
+
+/**
+ * Each finding goes to the one receipt it names (by position, receipt id or path), else to
+ * the bundle. Never to every receipt that shares an id: a bundle repeating its receipts
+ * would otherwise carry each error once per repeat, the square of the repeats in all.
+ *
+ * Where several receipts share the id, the finding goes to the first of them at or after the
+ * receipt the previous finding went to: the verifier reports receipt by receipt, in bundle
+ * order, within each of its steps. (A detail naming a position, `seq 0 != position 6`, is
+ * exact.)
+ */
 function attachFindings(
   model: ChainModel,
   nodes: ReceiptNode[],
   byWellFormed: ReceiptNode[],
+  sharing: Map<string, ReceiptNode[]>,
   result: ResultLike,
 ) {
-  const byId = (id: string | null) =>
-    id === null ? [] : nodes.filter((node) => node.receiptId === id);
+  let cursor = 0;
+  const byId = (id: string | null): ReceiptNode[] => {
+    const list = id === null ? undefined : sharing.get(id);
+    if (list === undefined) return [];
+    const next = list.find((node) => node.position >= cursor) ?? list[0]!;
+    cursor = next.position;
+    return [next];
+  };
+  const at = (position: number): ReceiptNode[] => {
+    const node = nodes[position];
+    if (node === undefined) return [];
+    cursor = position;
+    return [node];
+  };
   for (const error of result.errors) {
     const finding: Finding = { kind: "error", code: error.code, detail: error.detail };
     let targets: ReceiptNode[] = [];
-    if (error.receipt_id !== null && error.receipt_id !== undefined) {
+    const named = POSITION.exec(error.detail);
+    if (named !== null && error.receipt_id !== null && error.receipt_id !== undefined) {
+      targets = at(Number(named[1]));
+    } else if (error.receipt_id !== null && error.receipt_id !== undefined) {
       targets = byId(text(error.receipt_id));
     } else {
       const position = /^receipt (\d+) is not an object$/.exec(error.detail);
       const path = PATH.exec(error.detail);
       const anchorTarget = /^anchor invalid for (.*)$/.exec(error.detail);
-      if (position) targets = nodes.filter((node) => node.position === Number(position[1]));
+      if (position) targets = at(Number(position[1]));
       else if (path) targets = byWellFormed.slice(Number(path[1]), Number(path[1]) + 1);
       else if (anchorTarget) targets = byId(anchorTarget[1] ?? null);
     }
@@ -363,6 +417,7 @@ function attachFindings(
     ["provisional", result.provisional_reasons ?? []],
   ];
   for (const [kind, list] of reasons) {
+    cursor = 0;
     for (const reason of list) {
       const [code, subject] = splitReason(reason);
       const finding: Finding = { kind, code, detail: subject };

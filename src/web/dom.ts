@@ -89,8 +89,36 @@ export function shortHex(text: string, keep = 12): HTMLElement {
   );
 }
 
-/** Copy and download buttons for a JSON text. */
-export function jsonBlock(title: string, text: string, fileName: string): HTMLElement {
+/** Characters of a JSON text put on the page; the download and Copy have all of it. */
+export const PREVIEW_CHARS = 16 * 1024;
+
+/** A JSON text held as a Blob (a large result), with the start of it to show. */
+export interface LargeText {
+  preview: string;
+  /** Whether `preview` is only the start of `full`. */
+  cut: boolean;
+  full: Blob;
+  bytes: number;
+}
+
+/**
+ * Copy and download buttons for a JSON text, and the text itself, cut to PREVIEW_CHARS: a
+ * result of megabytes in the page would cost the browser more than anyone reads of it.
+ */
+export function jsonBlock(
+  title: string,
+  content: string | LargeText,
+  fileName: string,
+): HTMLElement {
+  const large: LargeText =
+    typeof content === "string"
+      ? {
+          preview: content.slice(0, PREVIEW_CHARS),
+          cut: content.length > PREVIEW_CHARS,
+          full: new Blob([content], { type: "application/json" }),
+          bytes: new TextEncoder().encode(content).length,
+        }
+      : content;
   const status = h("span", { class: "copy-status", role: "status" });
   const copy = h(
     "button",
@@ -98,12 +126,14 @@ export function jsonBlock(title: string, text: string, fileName: string): HTMLEl
       type: "button",
       class: "button button--small",
       onclick: () => {
-        navigator.clipboard.writeText(text).then(
+        // A ClipboardItem takes the Blob as it is: the text is never copied into the page.
+        const item = new ClipboardItem({ "text/plain": large.full });
+        navigator.clipboard.write([item]).then(
           () => {
             status.textContent = "Copied.";
           },
           () => {
-            status.textContent = "Copying is not allowed here; select the text instead.";
+            status.textContent = "Copying is not allowed here; download it instead.";
           },
         );
       },
@@ -116,7 +146,7 @@ export function jsonBlock(title: string, text: string, fileName: string): HTMLEl
       type: "button",
       class: "button button--small",
       onclick: () => {
-        const url = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+        const url = URL.createObjectURL(large.full);
         const link = h("a", { href: url, download: fileName });
         document.body.append(link);
         link.click();
@@ -124,13 +154,20 @@ export function jsonBlock(title: string, text: string, fileName: string): HTMLEl
         setTimeout(() => URL.revokeObjectURL(url), 1000);
       },
     },
-    "Download",
+    `Download (${large.bytes.toLocaleString("en")} bytes)`,
   );
   return h(
     "details",
     { class: "json" },
     h("summary", {}, title),
     h("div", { class: "json__actions" }, copy, download, status),
-    h("pre", { class: "json__text", tabindex: 0 }, text),
+    h("pre", { class: "json__text", tabindex: 0 }, large.preview),
+    large.cut
+      ? h(
+          "p",
+          { class: "muted json__more" },
+          `Shown: the first ${large.preview.length.toLocaleString("en")} characters. Download or copy it for all ${large.bytes.toLocaleString("en")} bytes.`,
+        )
+      : null,
   );
 }

@@ -4,11 +4,11 @@
  * was its issuer's key revoked.
  */
 import { ReceiptdInputError, type RevocationInput, verifyReceiptJson } from "./api.js";
-import { bundleState, iconFor } from "./bundle-panel.js";
+import { bundleState } from "./bundle-panel.js";
 import { type Child, h, jsonBlock, nextFrame, replace, shortDid } from "./dom.js";
 import { dropZone, type LoadedFile, renderFileList } from "./file-drop.js";
 import { serviceInfo, serviceRevocations } from "./service.js";
-import { receiptCheckWords, type Tone, VERDICT_WORDS } from "./wording.js";
+import { iconFor, receiptCheckWords, type Tone, VERDICT_WORDS } from "./wording.js";
 
 interface ReceiptCheckResult {
   valid: boolean;

@@ -210,3 +210,29 @@ const TYPE_WORDS: Record<string, string> = {
 export function typeWords(type: string): string | undefined {
   return TYPE_WORDS[type];
 }
+
+/** The kinds of finding: errors, and the two kinds of reason. */
+export type FindingKind = "error" | "provisional" | "insufficient";
+
+export function iconFor(tone: Tone): string {
+  switch (tone) {
+    case "good":
+      return "✓";
+    case "bad":
+      return "✗";
+    case "warn":
+      return "!";
+    case "insufficient":
+      return "?";
+    default:
+      return "•";
+  }
+}
+
+export function findingTone(kind: FindingKind): Tone {
+  return kind === "error" ? "bad" : kind === "insufficient" ? "insufficient" : "warn";
+}
+
+export function findingKindWords(kind: FindingKind): string {
+  return kind === "error" ? "Error" : kind === "insufficient" ? "Missing evidence" : "Not checked";
+}

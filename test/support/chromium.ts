@@ -39,6 +39,8 @@ export function ensureChromium(): void {
 
 export interface Chromium {
   context: BrowserContext;
+  /** The profile folder, which names this browser's processes (`--user-data-dir`). */
+  profile: string;
   close(): Promise<void>;
 }
 
@@ -55,6 +57,7 @@ export async function launchChromium(): Promise<Chromium> {
   });
   return {
     context,
+    profile,
     async close() {
       await context.close();
       rmSync(profile, { recursive: true, force: true });

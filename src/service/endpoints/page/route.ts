@@ -1,5 +1,5 @@
 /**
- * The verification page (issue 17): `GET /` and its two assets, built by `npm run build`
+ * The verification page (issue 17): `GET /` and its assets (script, style, Web Worker), built by `npm run build`
  * (`scripts/build-web.mjs`) into `dist/web/`. The page verifies in the browser; the service
  * only hands out static files:
  *
@@ -26,12 +26,14 @@ export const PAGE_CSP = [
   "style-src 'self'",
   "img-src 'self' data:",
   "connect-src 'self'",
+  "worker-src 'self'",
   "form-action 'none'",
   "frame-ancestors 'none'",
   "base-uri 'none'",
   "object-src 'none'",
   "require-trusted-types-for 'script'",
-  "trusted-types 'none'",
+  // One policy, which allows only the page's own worker script (src/web/verify-client.ts).
+  "trusted-types receiptd-worker",
 ].join("; ");
 
 /** Sent with the page and its assets. */
