@@ -187,7 +187,10 @@ export function buildChainModel(
   });
 
   const byDigest = new Map<string, ReceiptNode>();
-  for (const node of nodes) if (node.digest !== null) byDigest.set(node.digest, node);
+  // The first receipt with a digest: a bundle that repeats receipts has several.
+  for (const node of nodes) {
+    if (node.digest !== null && !byDigest.has(node.digest)) byDigest.set(node.digest, node);
+  }
   const label = (node: ReceiptNode | undefined) =>
     node === undefined ? "a receipt that is not in the bundle" : `receipt #${node.seq}`;
 
@@ -202,7 +205,8 @@ export function buildChainModel(
   byWellFormed.forEach((node, wellFormed) => {
     const receipt = toPlain(rawReceipts[node.position]!) as Plain;
     const body = isPlainObject(receipt.body) ? receipt.body : {};
-    if (node.prev !== null) node.prevPointsTo = byDigest.get(node.prev)?.position ?? null;
+    if (node.link === "intact") node.prevPointsTo = byWellFormed[wellFormed - 1]?.position ?? null;
+    else if (node.prev !== null) node.prevPointsTo = byDigest.get(node.prev)?.position ?? null;
     const marks = node.marks;
     switch (node.type) {
       case "agreement.offer":

@@ -96,11 +96,18 @@ export function chainView(model: ChainModel): ChainView {
 
   const update = () => {
     earlier.hidden = start === 0;
-    replace(earlier, `Show the ${Math.min(BATCH, start)} receipts before #${start}`);
+    const before = Math.min(BATCH, start);
+    replace(
+      earlier,
+      before === 1 ? `Show receipt #0` : `Show the ${before} receipts before #${start}`,
+    );
     later.hidden = end >= total;
+    const next = Math.min(BATCH, total - end);
     replace(
       later,
-      `Show the next ${Math.min(BATCH, total - end)} receipts (${(total - end).toLocaleString("en")} not shown)`,
+      next === 1
+        ? `Show receipt #${end}, the last`
+        : `Show the next ${next} receipts (${(total - end).toLocaleString("en")} not shown)`,
     );
     replace(
       windowNote,

@@ -58,13 +58,26 @@ export async function installProbe(page: Page): Promise<void> {
   });
 }
 
-/** Resident memory of the renderer processes of the Chromium using `profile`, in bytes. */
-export function rendererRss(profile: string): number {
-  let total = 0;
+/** The processes of the Chromium using `profile`: its browser process and its children. */
+export function chromiumProcesses(profile: string): { pid: number; command: string }[] {
+  const found: { pid: number; command: string }[] = [];
   for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
     try {
       const command = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-      if (!command.includes("--type=renderer") || !command.includes(profile)) continue;
+      if (command.includes(profile)) found.push({ pid: Number(pid), command });
+    } catch {
+      // The process ended while it was read.
+    }
+  }
+  return found;
+}
+
+/** Resident memory of the renderer processes of the Chromium using `profile`, in bytes. */
+export function rendererRss(profile: string): number {
+  let total = 0;
+  for (const { pid, command } of chromiumProcesses(profile)) {
+    try {
+      if (!command.includes("--type=renderer")) continue;
       const rss = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
       if (rss !== null) total += Number(rss[1]) * 1024;
     } catch {
@@ -75,31 +88,46 @@ export function rendererRss(profile: string): number {
 }
 
 /**
- * Chooses `path` in the Bundle tab and waits up to `timeoutMs` for the verdict. The page must
- * have the probe installed and the Bundle tab open.
+ * Chooses `path` in the Bundle tab and waits up to `timeoutMs` for the verdict, or until the
+ * renderer's memory passes `maxRendererBytes` (a page that grows without end is given up on
+ * before it takes the machine's memory). The page must have the probe installed and the
+ * Bundle tab open.
  */
 export async function chooseAndMeasure(
   page: Page,
   path: string,
   profile: string,
   timeoutMs: number,
+  maxRendererBytes = Number.POSITIVE_INFINITY,
 ): Promise<DropMeasure> {
   let rendererRssBytes = rendererRss(profile);
+  let overMemory: () => void = () => {};
+  const tooBig = new Promise<void>((resolve) => {
+    overMemory = resolve;
+  });
   const sampler = setInterval(() => {
     rendererRssBytes = Math.max(rendererRssBytes, rendererRss(profile));
+    if (rendererRssBytes > maxRendererBytes) overMemory();
   }, 250);
   try {
     const runs = Number((await page.getAttribute("#bundle-result", "data-run")) ?? 0);
     await page.setInputFiles("#bundle-file", path);
     let settled = true;
     try {
-      await page.waitForFunction(
+      const verdict = page.waitForFunction(
         (previous) =>
           Number(document.querySelector("#bundle-result")?.getAttribute("data-run") ?? 0) >
           previous,
         runs,
         { timeout: timeoutMs, polling: 100 },
       );
+      verdict.catch(() => {});
+      await Promise.race([
+        verdict,
+        tooBig.then(() => {
+          throw new Error("the renderer's memory passed the bound");
+        }),
+      ]);
     } catch {
       settled = false;
     }

@@ -1,12 +1,13 @@
 /**
- * The chain picture's model (src/web/chain-model.ts) on corpus bundles: receipts in seq
- * order, links, marks, and each finding on the receipt it names.
+ * The chain picture's model (src/web/chain-model.ts) on corpus bundles: receipts in bundle
+ * order, links, marks, and each finding on the one receipt it names.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { verifyBundleJson } from "../../src/web/api.js";
 import { buildChainModel, type ChainModel, type ResultLike } from "../../src/web/chain-model.js";
 import { corpusBytes } from "../support/corpus.js";
+import { repeatedReceiptsBundle } from "../support/large-bundles.js";
 
 function model(vector: string, options = {}): ChainModel {
   const bytes = corpusBytes(`vectors/${vector}`);
@@ -101,6 +102,36 @@ describe("the receipt chain model", () => {
     assert.deepEqual(
       junk.bundleFindings.map((f) => f.code),
       ["malformed"],
+    );
+  });
+
+  test("repeated receipts: each error and attestation on one receipt, never on every repeat", () => {
+    const bytes = repeatedReceiptsBundle(60);
+    const result = JSON.parse(verifyBundleJson(bytes)) as ResultLike;
+    const chain = buildChainModel(bytes, result);
+    assert.deepEqual(
+      chain.receipts.map((node) => node.position),
+      Array.from({ length: 60 }, (_, i) => i),
+    );
+    const attached = chain.receipts.reduce((sum, node) => sum + node.findings.length, 0);
+    assert.equal(attached + chain.bundleFindings.length, result.errors.length);
+    assert.equal(chain.firstBroken, 6);
+    assert.deepEqual(
+      chain.receipts[6]!.findings.map((f) => f.detail),
+      ["seq 0 != position 6", "prev digest mismatch"],
+    );
+    assert.deepEqual(
+      chain.receipts[7]!.findings.map((f) => f.detail),
+      ["seq 1 != position 7"],
+    );
+    assert.deepEqual(chain.receipts[0]!.findings, []);
+    // Every repeat of the delivery receipt (#3, #9, …) has its own attestation mark, once.
+    const attestations = chain.receipts.map(
+      (node) => node.marks.filter((mark) => mark.kind === "attestation").length,
+    );
+    assert.deepEqual(
+      attestations,
+      chain.receipts.map((node) => (node.type === "delivery.attestation" ? 1 : 0)),
     );
   });
 });
