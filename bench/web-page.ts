@@ -94,7 +94,9 @@ try {
         bytes: bytes.length,
         cli_ms: Math.round(cliMs),
         verdict_ms:
-          seen.verdictMs === null ? `none in ${capMs / 1000} s` : Math.round(seen.verdictMs),
+          seen.verdictMs === null
+            ? `none: gave up at ${capMs / 1000} s or ${MEMORY_CAP_BYTES / 1024 ** 3} GB`
+            : Math.round(seen.verdictMs),
         ratio_to_cli: seen.verdictMs === null ? null : Number((seen.verdictMs / cliMs).toFixed(2)),
         longest_task_ms: seen.longTasks.length === 0 ? 0 : Math.round(Math.max(...seen.longTasks)),
         long_tasks_over_200ms: seen.longTasks.filter((ms) => ms > 200).length,

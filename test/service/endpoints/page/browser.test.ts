@@ -180,6 +180,11 @@ describe("the verification page in Chromium", () => {
       const summary = member(expected, "summary");
       assert.ok(isObject(summary));
       assert.equal(await cards.count(), member(summary, "receipts"));
+      // The page's worker gives the reference's output too (shown whole: it is small).
+      assert.equal(
+        await page.textContent("#bundle-result .json__text"),
+        corpusBytes(`expected/vectors/${file}`).toString("utf8"),
+      );
       if (failing === null) {
         assert.equal(await page.locator("#bundle-chain .finding").count(), 0);
         assert.equal(
