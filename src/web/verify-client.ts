@@ -87,7 +87,13 @@ export function verifyInWorker(request: VerifyRequest, onProgress: Progress): Ve
   }
   const id = ++requests;
   if (worker === null) {
-    worker = new Worker(workerUrl(), { type: "module", name: "receiptd verifier" });
+    try {
+      worker = new Worker(workerUrl(), { type: "module", name: "receiptd verifier" });
+    } catch (error) {
+      // A browser without module workers: say so rather than wait for ever.
+      const message = `this browser cannot start the verifier (${error instanceof Error ? error.message : String(error)})`;
+      return { outcome: Promise.resolve({ type: "failed", message }), cancel() {} };
+    }
     const own = worker;
     own.onmessage = (event: MessageEvent<WorkerReply>) => {
       const reply = event.data;
