@@ -60,7 +60,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   keys: {
     summary: "create, list and revoke API keys (the key is shown once, stored as SHA-256)",
     usage:
-      "receiptd keys create --name N [--cap C] [--plan P] [--json] | keys list [--json] | keys revoke <key or name>",
+      "receiptd keys create --name N [--cap C] [--plan P] [--json | --key-only] | keys list [--all] [--json] | keys revoke <key or name>",
     run: async (argv) => (await import("./keys.js")).main(argv),
   },
   crystals: {
@@ -72,7 +72,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   conformance: {
     summary: "run a verifier over the conformance corpus, have it graded, check the signed report",
     usage:
-      "receiptd conformance run [--cli PATH] [--receipt-cli PATH] [--corpus DIR] [--referee URL [--key KEY]] [--name N] [--concurrency N] [--timeout S] [--report FILE] (see --help)",
+      "receiptd conformance run [--cli PATH] [--receipt-cli PATH] [--corpus DIR] [--referee URL [--key KEY]] [--name N] [--language L] [--impl-version V] [--url URL] [--concurrency N] [--timeout S] [--submission FILE] [--report FILE] (see --help)",
     run: async (argv) => (await import("./conformance.js")).main(argv),
   },
   billing: {
