@@ -99,7 +99,9 @@ export function helpText(): string {
     "arguments:",
     ...usages,
     "",
-    "Exit codes: 0 success (TRUSTED / valid / verified), 1 a negative result, 2 usage or I/O error.",
+    "Every command takes --help. Exit codes: 0 success (TRUSTED / valid / verified), 1 a negative",
+    "result (a bundle that is not JSON is one: UNTRUSTED malformed), 2 a usage error or a file",
+    "that cannot be read.",
     "",
   ].join("\n");
 }
