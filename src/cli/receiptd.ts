@@ -75,6 +75,11 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       "receiptd conformance run [--cli PATH] [--receipt-cli PATH] [--corpus DIR] [--referee URL [--key KEY]] [--name N] [--language L] [--impl-version V] [--url URL] [--concurrency N] [--timeout S] [--submission FILE] [--report FILE] (see --help)",
     run: async (argv) => (await import("./conformance.js")).main(argv),
   },
+  admin: {
+    summary: "tear a deployment's shared state down: a Redis key prefix, a PostgreSQL schema",
+    usage: "receiptd admin purge [--prefix PREFIX] [--schema SCHEMA] [--yes]",
+    run: async (argv) => (await import("./admin.js")).main(argv),
+  },
   billing: {
     summary: "print the monthly per-key statement metered from the audit files",
     usage: "receiptd billing --month YYYY-MM [--audit DIR] [--json]",
