@@ -45,6 +45,8 @@ describe("service basics", () => {
       ["GET", "/nothing-here?x=1"],
       ["POST", "/nothing-here"],
       ["GET", "/verify/more"],
+      // The path is a route's, the method too: the route itself found nothing.
+      ["GET", "/assets/no-such-asset.js"],
     ] as const) {
       const response = await service.app.inject({ method, url });
       assert.equal(response.statusCode, 404, `${method} ${url}`);

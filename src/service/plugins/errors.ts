@@ -97,7 +97,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => {
     const allowed = routes.allowed(request.url.split("?")[0] ?? "");
-    if (allowed.length === 0) return refuse(reply, new ServiceError("not_found"));
+    // A route that answers the method may still find nothing (`reply.callNotFound()`).
+    if (allowed.length === 0 || allowed.includes(request.method)) {
+      return refuse(reply, new ServiceError("not_found"));
+    }
     const allow = allowed.join(", ");
     return refuse(
       reply.header("allow", allow),
