@@ -12,6 +12,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
+import { missingChromium } from "./chromium.mjs";
 
 const LANES = ["unit", "service", "distributed"];
 
@@ -22,6 +23,8 @@ const DISTRIBUTED_SUPPORTS = [
   "test/support/bullmq-redis.ts",
 ];
 const SERVICE_SUPPORTS = ["test/service/support/service.ts", "src/service/app.ts"];
+/** The test support that launches Chromium. */
+const BROWSER_SUPPORT = "test/support/chromium.ts";
 /** Source text that starts a process or reads the build. */
 const SERVICE_TEXT = /\bspawn(Sync)?\(|\bexecFile(Sync)?\(|\bfork\(|["'`/]dist\//;
 
@@ -47,8 +50,8 @@ function localImports(file) {
   return { text, imports: found };
 }
 
-/** The lane of one test file: the most demanding one anything it reaches needs. */
-function laneOf(file) {
+/** What one test file reaches: the files it imports (followed through test/) and its lane. */
+function reach(file) {
   const seen = new Set();
   const queue = [relative(".", file)];
   let lane = "unit";
@@ -56,14 +59,19 @@ function laneOf(file) {
     const current = queue.pop();
     if (seen.has(current) || !existsSync(current)) continue;
     seen.add(current);
-    if (DISTRIBUTED_SUPPORTS.includes(current)) return "distributed";
-    if (SERVICE_SUPPORTS.includes(current)) lane = "service";
+    if (DISTRIBUTED_SUPPORTS.includes(current)) lane = "distributed";
+    if (SERVICE_SUPPORTS.includes(current) && lane === "unit") lane = "service";
     if (!current.startsWith("test/")) continue;
     const { text, imports } = localImports(current);
-    if (SERVICE_TEXT.test(text)) lane = "service";
+    if (SERVICE_TEXT.test(text) && lane === "unit") lane = "service";
     queue.push(...imports);
   }
-  return lane;
+  return { lane, files: seen };
+}
+
+/** The lane of one test file: the most demanding one anything it reaches needs. */
+function laneOf(file) {
+  return reach(file).lane;
 }
 
 const args = process.argv.slice(2);
@@ -86,6 +94,15 @@ const files =
   args.length > 0
     ? args
     : collect("test").filter((file) => lane === "all" || laneOf(file) === lane);
+
+// The browser tests need a Chromium; without one, say so in one line before anything runs.
+if (files.some((file) => reach(file).files.has(BROWSER_SUPPORT))) {
+  const missing = missingChromium();
+  if (missing !== null) {
+    console.error(`run-tests: ${missing}`);
+    process.exit(1);
+  }
+}
 
 // Redis and PostgreSQL: the running ones, or started here when they are down.
 if (lane === "all" || lane === "distributed") {

@@ -27,13 +27,18 @@ const RATE = `${formatCents(CENTS_PER_UNIT)} USD per ${BILLED_CALLS_UNIT.toLocal
 
 const HELP = `${USAGE}
 
-Prints each API key's successful (2xx) calls in the month and their amount at ${RATE},
-rounded half up to the cent per key. Refused (429), failed (4xx, 5xx), anonymous and x402
+Prints each API key's successful (2xx) calls in the month (CALLS) and their amount at
+${RATE}, rounded half up to the cent per key; UNBILLED counts the key's other calls. Refused (429), failed (4xx, 5xx), anonymous and x402
 calls are never billed, and neither are self-served evaluation keys' calls (counted on a line
 of their own). Reads DIR/YYYY-MM-DD.jsonl (default: AUDIT_DIR, else DATA_DIR/audit);
 names come from the keys in DATA_DIR (./data).
 Exit codes: 0 printed, 2 usage or I/O error.
 `;
+
+/** The statement's last line: what its two counts mean (issue 26: UNBILLED was unexplained). */
+const COLUMNS =
+  "CALLS: the key's successful (2xx) calls, billed. UNBILLED: its refused or failed calls " +
+  "(429 and other 4xx, 5xx), counted but never billed.\n";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -94,7 +99,7 @@ function statementTable(usage: MonthlyUsage, keys: Map<string, ApiKey>): string 
     evaluation.keys === 0
       ? ""
       : `Evaluation keys (never billed): ${evaluation.keys} key(s), ${evaluation.calls} call(s), ${evaluation.unbilled} unbilled\n`;
-  return `Statement for ${usage.month} (${RATE})\n${formatTable(rows, new Set([3, 4, 5]))}${free}`;
+  return `Statement for ${usage.month} (${RATE})\n${formatTable(rows, new Set([3, 4, 5]))}${free}${COLUMNS}`;
 }
 
 export async function main(

@@ -79,9 +79,20 @@ function parseRequest(argv: string[]): Request | "help" {
   };
 }
 
+/**
+ * The reference words both failures "receipt is not valid JSON"; a missing file is told
+ * apart here (same exit code, 2), since "not valid JSON: ENOENT" sends the reader to the
+ * file's contents.
+ */
 async function readReceipt(path: string): Promise<JsonValue> {
+  let bytes: Uint8Array;
   try {
-    return parseJson(await readFile(path));
+    bytes = await readFile(path);
+  } catch (error) {
+    throw new InputError(`cannot read receipt: ${errorText(error)}`);
+  }
+  try {
+    return parseJson(bytes);
   } catch (error) {
     throw new InputError(`receipt is not valid JSON: ${errorText(error)}`);
   }

@@ -60,7 +60,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   keys: {
     summary: "create, list and revoke API keys (the key is shown once, stored as SHA-256)",
     usage:
-      "receiptd keys create --name N [--cap C] [--plan P] [--json] | keys list [--json] | keys revoke <key or name>",
+      "receiptd keys create --name N [--cap C] [--plan P] [--json | --key-only] | keys list [--all] [--json] | keys revoke <key or name>",
     run: async (argv) => (await import("./keys.js")).main(argv),
   },
   crystals: {
@@ -72,8 +72,13 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   conformance: {
     summary: "run a verifier over the conformance corpus, have it graded, check the signed report",
     usage:
-      "receiptd conformance run [--cli PATH] [--receipt-cli PATH] [--corpus DIR] [--referee URL [--key KEY]] [--name N] [--concurrency N] [--timeout S] [--report FILE] (see --help)",
+      "receiptd conformance run [--cli PATH] [--receipt-cli PATH] [--corpus DIR] [--referee URL [--key KEY]] [--name N] [--language L] [--impl-version V] [--url URL] [--concurrency N] [--timeout S] [--submission FILE] [--report FILE] (see --help)",
     run: async (argv) => (await import("./conformance.js")).main(argv),
+  },
+  admin: {
+    summary: "tear a deployment's shared state down: a Redis key prefix, a PostgreSQL schema",
+    usage: "receiptd admin purge [--prefix PREFIX] [--schema SCHEMA] [--yes]",
+    run: async (argv) => (await import("./admin.js")).main(argv),
   },
   billing: {
     summary: "print the monthly per-key statement metered from the audit files",
@@ -99,7 +104,9 @@ export function helpText(): string {
     "arguments:",
     ...usages,
     "",
-    "Exit codes: 0 success (TRUSTED / valid / verified), 1 a negative result, 2 usage or I/O error.",
+    "Every command takes --help. Exit codes: 0 success (TRUSTED / valid / verified), 1 a negative",
+    "result (a bundle that is not JSON is one: UNTRUSTED malformed), 2 a usage error or a file",
+    "that cannot be read.",
     "",
   ].join("\n");
 }

@@ -56,6 +56,26 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     io.stderr(`error: ${error.message}\n`);
     return 2;
   }
-  await startServer(config);
+  try {
+    await startServer(config);
+  } catch (error) {
+    const hint = addressInUseHint(error, config);
+    if (hint === null) throw error;
+    io.stderr(`error: ${hint}\n`);
+    return 2;
+  }
   return 0;
+}
+
+/** For a port already taken, which setting moves it: PORT, or METRICS_PORT for /metrics. */
+function addressInUseHint(error: unknown, config: ServiceConfig): string | null {
+  if (!(error instanceof Error) || !("code" in error) || error.code !== "EADDRINUSE") return null;
+  const port = "port" in error ? Number(error.port) : Number.NaN;
+  const address = "address" in error ? String(error.address) : config.host;
+  const metrics = config.metrics !== null && port === config.metrics.port && port !== config.port;
+  const setting = metrics ? "METRICS_PORT" : "PORT (or --port)";
+  return (
+    `${address}:${port} is already in use (another receiptd?): stop that process, ` +
+    `or set ${setting} to a free port`
+  );
 }

@@ -143,9 +143,9 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Distributed mode",
     default: "unset (embedded: files)",
     meaning:
-      "postgres:// URL: the document store (API keys, anchors, revocation documents, settlement receipts, crystals) moves to PostgreSQL; migrations run at start. Never logged.",
+      "postgres:// URL: the document store (API keys, anchors, revocation documents, settlement receipts, crystals) moves to PostgreSQL; migrations run at start. Never logged. The role and database: docs/operations.md.",
     processes: ALL,
-    example: "postgres://receiptd@127.0.0.1:5432/receiptd",
+    example: "postgres://receiptd:change-me@127.0.0.1:5432/receiptd",
   },
   {
     name: "DATABASE_SCHEMA",

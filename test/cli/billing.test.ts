@@ -94,6 +94,8 @@ describe("receiptd billing", () => {
         ...keyRows.map(row),
         row(["TOTAL", "", "", "12369", "", "6.19"]),
         "Evaluation keys (never billed): 1 key(s), 15000 call(s), 2 unbilled",
+        "CALLS: the key's successful (2xx) calls, billed. UNBILLED: its refused or failed calls " +
+          "(429 and other 4xx, 5xx), counted but never billed.",
         "",
       ].join("\n"),
     );

@@ -137,6 +137,14 @@ describe("receiptd conformance run: our own CLIs over the whole corpus, graded h
     );
     assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
     assert.match(run.stdout, /^ {2}bundles {16}40\/40$/m);
+    assert.ok(
+      run.stdout.includes(
+        "the vectors its manifests pin: bundles 40 (vectors/manifest.json), " +
+          "verification_receipts 21 (vectors/verification/manifest.json), " +
+          "hostile_inputs 208 (hostile/manifest.json)\n",
+      ),
+      "the corpus line names the manifest each section is graded from",
+    );
     assert.match(run.stdout, /^ {2}verification_receipts {2}21\/21$/m);
     assert.match(run.stdout, /^ {2}hostile_inputs {9}208\/208$/m);
     assert.match(run.stdout, /; 0 without a usable answer\n/);

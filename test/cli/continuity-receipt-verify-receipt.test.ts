@@ -123,7 +123,8 @@ describe("continuity-receipt-verify-receipt", () => {
   test("an unreadable receipt → exit 2", () => {
     const run = runCli([join(workDir, "absent.json")]);
     assert.equal(run.status, 2);
-    assert.match(run.stderr, /^error: receipt is not valid JSON: .*ENOENT/);
+    assert.match(run.stderr, /^error: cannot read receipt: ENOENT: no such file or directory/);
+    assert.equal(run.stderr.split("\n").length, 2, "one line");
   });
 
   test("--digest of a receipt that is not an object → exit 2", () => {

@@ -1,25 +1,35 @@
 /**
- * The published package as a user gets it: `npm pack`, `npm install` of the tarball into an
- * empty folder, then the installed `receiptd` serves and verifies a corpus bundle with a key
+ * The published package as a user gets it: `npm pack` from a clean tree (the repository's
+ * files, no dist/, so `prepack` must build), `npm install` of the tarball into an empty
+ * folder, then the installed `receiptd` serves and verifies a corpus bundle with a key
  * made by the installed `receiptd keys create`. Dependencies come from the npm cache when it
  * has them (--prefer-offline) and from the registry otherwise.
  */
 import assert from "node:assert/strict";
 import { type ChildProcessByStdio, execFile, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { staleReason } from "../../scripts/ensure-build.mjs";
 import { corpusBytes, corpusPath } from "../support/corpus.js";
 
 const run = promisify(execFile);
 const repository = fileURLToPath(new URL("../../", import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), "receiptd-package-"));
+const tree = join(scratch, "tree");
 const app = join(scratch, "app");
 const dataDir = join(scratch, "data");
 const bin = (name: string) => join(app, "node_modules/.bin", name);
@@ -33,22 +43,50 @@ for (const name of ["REDIS_URL", "DATABASE_URL", "CORPUS_DIR", "HOST", "PORT", "
 const INSTALL_TIMEOUT_MS = 600_000;
 const COMMAND_TIMEOUT_MS = 60_000;
 
-interface PackResult {
-  filename: string;
-  files: { path: string }[];
+const PACK_TIMEOUT_MS = 300_000;
+
+let packed: { filename: string; files: { path: string }[] };
+
+/**
+ * The repository as a fresh clone has it: the files git tracks or would add (the worktree's
+ * versions), without dist/; node_modules is linked rather than installed again. Packing here
+ * also keeps `prepack`'s build away from the dist/ that other tests are running from.
+ */
+async function cleanTree(): Promise<void> {
+  const { stdout } = await run(
+    "git",
+    ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+    { cwd: repository, maxBuffer: 16 << 20 },
+  );
+  // --cached also lists files deleted in the worktree but not yet in a commit.
+  const files = stdout
+    .split("\0")
+    .filter((path) => path !== "" && existsSync(join(repository, path)));
+  assert.ok(!files.some((path) => path.startsWith("dist/")), "dist/ is not part of a clone");
+  mkdirSync(tree);
+  const list = join(scratch, "files");
+  writeFileSync(list, files.join("\0"));
+  await run("tar", ["--null", "-T", list, "-cf", join(scratch, "tree.tar")], { cwd: repository });
+  await run("tar", ["-xf", join(scratch, "tree.tar")], { cwd: tree });
+  symlinkSync(join(repository, "node_modules"), join(tree, "node_modules"));
 }
 
-let packed: PackResult;
-
 before(async () => {
-  const reason = staleReason(repository);
-  assert.equal(reason, null, `dist/ is not current (${reason}): run npm run build`);
-  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", scratch], {
-    cwd: repository,
-    timeout: COMMAND_TIMEOUT_MS,
+  await cleanTree();
+  // prepack's build writes to stdout as well, so the tarball itself is listed, not --json.
+  await run("npm", ["pack", "--pack-destination", scratch, "--loglevel=error"], {
+    cwd: tree,
+    timeout: PACK_TIMEOUT_MS,
     maxBuffer: 16 << 20,
   });
-  packed = (JSON.parse(stdout) as PackResult[])[0]!;
+  const filename = readdirSync(scratch).find((name) => name.endsWith(".tgz"));
+  assert.ok(filename !== undefined, "npm pack wrote a tarball");
+  const listing = await run("tar", ["-tzf", join(scratch, filename)], { maxBuffer: 16 << 20 });
+  const files = listing.stdout
+    .split("\n")
+    .filter((line) => line !== "" && !line.endsWith("/"))
+    .map((line) => ({ path: line.replace(/^package\//, "") }));
+  packed = { filename, files };
   mkdirSync(app);
   writeFileSync(join(app, "package.json"), '{"name":"receiptd-install-probe","private":true}\n');
 });
@@ -57,7 +95,7 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 describe("the npm package", () => {
   test("ships every runtime folder of dist/, the licence, and no tests, benches or maps", () => {
     const paths = packed.files.map((file) => file.path);
-    const runtime = readdirSync(join(repository, "dist")).filter(
+    const runtime = readdirSync(join(tree, "dist")).filter(
       (name) => name !== "test" && name !== "bench",
     );
     assert.deepEqual(runtime.sort(), ["queues", "src", "web"]);
@@ -67,7 +105,7 @@ describe("the npm package", () => {
         `dist/${folder} is shipped`,
       );
     }
-    const page = JSON.parse(readFileSync(join(repository, "dist/web/build.json"), "utf8")) as {
+    const page = JSON.parse(readFileSync(join(tree, "dist/web/build.json"), "utf8")) as {
       assets: string[];
     };
     for (const required of [
@@ -98,6 +136,17 @@ describe("the npm package", () => {
     const licence = readFileSync(join(repository, "LICENSE"), "utf8");
     assert.match(licence, /^\s+Apache License\n\s+Version 2\.0, January 2004\n/);
     assert.match(licence, /END OF TERMS AND CONDITIONS/);
+  });
+
+  test("prepack built it: the bins and the library entry point are in the tarball", () => {
+    const paths = new Set(packed.files.map((file) => file.path));
+    const manifest = JSON.parse(readFileSync(join(repository, "package.json"), "utf8")) as {
+      bin: Record<string, string>;
+      exports: Record<string, string>;
+    };
+    for (const path of [...Object.values(manifest.bin), ...Object.values(manifest.exports)]) {
+      assert.ok(paths.has(path.replace(/^\.\//, "")), path);
+    }
   });
 
   test("installs into an empty folder, serves, verifies and runs its tools", {

@@ -13,11 +13,13 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -59,7 +61,17 @@ function script(blocks: QuickStartBlock[], logs: string): string {
     // Job control: each background block gets its own process group (npm and its node child).
     "set -m",
     "PIDS=()",
-    `cleanup() { for pid in "\${PIDS[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done; wait || true; }`,
+    // A process group is gone only when its last member is: npm exits at once, but the node
+    // server it started drains and writes its last audit lines into DATA_DIR first. Waiting
+    // for the whole group keeps those writes from recreating the removed temporary folder.
+    "cleanup() {",
+    `  for pid in "\${PIDS[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done`,
+    `  for pid in "\${PIDS[@]}"; do`,
+    `    for _ in $(seq 1 300); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.1; done`,
+    `    kill -KILL -- "-$pid" 2>/dev/null || true`,
+    "  done",
+    "  wait || true",
+    "}",
     "trap cleanup EXIT",
     "ready() {",
     "  for _ in $(seq 1 1200); do",
@@ -96,8 +108,10 @@ describe("the README quick start", () => {
     work = await mkdtemp(join(tmpdir(), "receiptd-quick-start-"));
   });
   after(async () => {
-    // The killed server may still be writing its last audit lines into data/ as it exits.
     await rm(work, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+    // Issue 26: a server still exiting used to recreate it after the removal.
+    await sleep(500);
+    assert.equal(existsSync(work), false, `${work} is left behind`);
   });
 
   test("finds the five steps' blocks", async () => {

@@ -40,16 +40,36 @@ describe("service basics", () => {
     assert.match(info.issuer, /^did:key:z6Mk/);
   });
 
-  test("unknown routes and methods → 404 not_found", async () => {
+  test("unknown paths → 404 not_found", async () => {
     for (const [method, url] of [
       ["GET", "/nothing-here?x=1"],
-      ["GET", "/verify"],
-      ["POST", "/health"],
+      ["POST", "/nothing-here"],
+      ["GET", "/verify/more"],
+      // The path is a route's, the method too: the route itself found nothing.
+      ["GET", "/assets/no-such-asset.js"],
     ] as const) {
       const response = await service.app.inject({ method, url });
       assert.equal(response.statusCode, 404, `${method} ${url}`);
       assert.equal(response.headers["content-type"], JSON_TYPE);
       assert.deepEqual(response.json(), { error: "not_found" });
+    }
+  });
+
+  test("a known path asked with another method → 405 method_not_allowed with Allow", async () => {
+    for (const [method, url, allow] of [
+      ["GET", "/verify?receipt=1", "POST"],
+      ["PUT", "/verify", "POST"],
+      ["POST", "/health", "GET, HEAD"],
+      ["DELETE", `/anchors/sha256:${"0".repeat(64)}`, "GET, HEAD"],
+    ] as const) {
+      const response = await service.app.inject({ method, url });
+      assert.equal(response.statusCode, 405, `${method} ${url}`);
+      assert.equal(response.headers["content-type"], JSON_TYPE);
+      assert.equal(response.headers.allow, allow, `${method} ${url}`);
+      assert.deepEqual(response.json(), {
+        error: "method_not_allowed",
+        detail: `${method} is not offered here; this path answers ${allow}`,
+      });
     }
   });
 

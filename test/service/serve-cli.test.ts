@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { rm } from "node:fs/promises";
+import { type AddressInfo, createServer } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { temporaryDataDir } from "./support/service.js";
@@ -106,5 +107,35 @@ describe("receiptd serve", () => {
     });
     assert.equal(result.status, 2);
     assert.match(result.stderr, /PORT must be a whole number/);
+  });
+
+  test("a port already taken: one line naming PORT, exit 2", { timeout: 30_000 }, async () => {
+    const taken = createServer();
+    taken.listen(0, "127.0.0.1");
+    await once(taken, "listening");
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const child = spawn(
+        process.execPath,
+        ["--import", "tsx", RECEIPTD, "serve", "--port", String(port)],
+        {
+          env: { ...process.env, DATA_DIR: dataDir, CPU_THREADS: "1", LOG_LEVEL: "silent" },
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
+      let stderr = "";
+      child.stderr.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString("utf8");
+      });
+      const [code] = await once(child, "exit");
+      assert.equal(code, 2);
+      assert.equal(
+        stderr,
+        `error: 127.0.0.1:${port} is already in use (another receiptd?): stop that process, ` +
+          "or set PORT (or --port) to a free port\n",
+      );
+    } finally {
+      taken.close();
+    }
   });
 });

@@ -1,15 +1,17 @@
 /**
- * Debian's Chromium driven by playwright-core, for the verification page's tests. Installed
- * with apt-get when missing (CI runs as root). The flags keep it off the network: this
- * machine's network is closed, and without them Chromium stalls on background connections.
+ * A system Chromium (Debian's, or `CHROMIUM_PATH`) driven by playwright-core, for the
+ * verification page's tests. The tests never install it: `.ci/run` does (as root, with
+ * apt-get), and anywhere else a missing browser is one line saying what to do, not an
+ * apt-get transcript. The flags keep it off the network: this machine's network is closed,
+ * and without them Chromium stalls on background connections.
  */
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { chromiumPath, missingChromium } from "../../scripts/chromium.mjs";
 
-export const CHROMIUM = "/usr/bin/chromium";
+export const CHROMIUM = chromiumPath();
 
 export const CHROMIUM_FLAGS = [
   "--headless",
@@ -23,18 +25,13 @@ export const CHROMIUM_FLAGS = [
   "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
 ];
 
-/** `apt-get update && apt-get install -y chromium` unless /usr/bin/chromium is there. */
 export function ensureChromium(): void {
-  if (existsSync(CHROMIUM)) return;
-  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-  for (const args of [["update"], ["install", "-y", "chromium"]]) {
-    const result = spawnSync("apt-get", args, { stdio: "inherit", env });
-    if (result.status !== 0) {
-      throw new Error(`apt-get ${args.join(" ")} failed (${result.status}): Chromium is needed`);
-    }
-  }
-  if (!existsSync(CHROMIUM))
-    throw new Error(`apt-get installed chromium, but ${CHROMIUM} is missing`);
+  const missing = missingChromium();
+  if (missing === null) return;
+  const error = new Error(missing);
+  // The test runner prints the stack; here it would only bury the line that matters.
+  error.stack = missing;
+  throw error;
 }
 
 export interface Chromium {

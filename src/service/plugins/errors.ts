@@ -56,7 +56,57 @@ export function handleFrameworkError(
   refuse(reply.header(REQUEST_ID_HEADER, request.id), new ServiceError("bad_request"));
 }
 
+/**
+ * The methods each route path answers, so that a known path asked with another method is
+ * `405 method_not_allowed` with `Allow` (RFC 9110 §15.5.6), and only an unknown path is 404.
+ * Wildcard routes (static assets) are left out: they would make every path "known".
+ */
+class RouteMethods {
+  readonly #routes: { pattern: RegExp; methods: Set<string> }[] = [];
+
+  add(url: string, methods: string | string[]): void {
+    if (url.includes("*")) return;
+    const source = url
+      .split("/")
+      .map((segment) =>
+        segment.startsWith(":") ? "[^/]+" : segment.replace(/[.+?^${}()|[\]\\]/g, "\\$&"),
+      )
+      .join("/");
+    const pattern = new RegExp(`^${source}$`);
+    let route = this.#routes.find((known) => known.pattern.source === pattern.source);
+    if (route === undefined) {
+      route = { pattern, methods: new Set() };
+      this.#routes.push(route);
+    }
+    for (const method of [methods].flat()) route.methods.add(method);
+  }
+
+  /** The methods `path` answers, sorted; empty for a path no route has. */
+  allowed(path: string): string[] {
+    const methods = new Set<string>();
+    for (const route of this.#routes) {
+      if (route.pattern.test(path)) for (const method of route.methods) methods.add(method);
+    }
+    return [...methods].sort();
+  }
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
+  const routes = new RouteMethods();
+  app.addHook("onRoute", (route) => routes.add(route.url, route.method));
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((_request, reply) => refuse(reply, new ServiceError("not_found")));
+  app.setNotFoundHandler((request, reply) => {
+    const allowed = routes.allowed(request.url.split("?")[0] ?? "");
+    // A route that answers the method may still find nothing (`reply.callNotFound()`).
+    if (allowed.length === 0 || allowed.includes(request.method)) {
+      return refuse(reply, new ServiceError("not_found"));
+    }
+    const allow = allowed.join(", ");
+    return refuse(
+      reply.header("allow", allow),
+      new ServiceError("method_not_allowed", {
+        detail: `${request.method} is not offered here; this path answers ${allow}`,
+      }),
+    );
+  });
 }

@@ -95,10 +95,11 @@ describe("CORS off (the default)", () => {
   });
   after(() => service.close());
 
-  test("a preflight is an unknown OPTIONS: 404, no CORS headers", async () => {
+  test("a preflight is an OPTIONS the path does not offer: 405, no CORS headers", async () => {
     const reply = await send(port, "OPTIONS", "/verify", preflight(ALLOWED, "POST", "x-svc-key"));
-    assert.equal(reply.status, 404);
-    assert.deepEqual(JSON.parse(reply.body), { error: "not_found" });
+    assert.equal(reply.status, 405);
+    assert.equal(reply.headers.allow, "POST");
+    assert.equal(JSON.parse(reply.body).error, "method_not_allowed");
     assert.equal(reply.headers["access-control-allow-origin"], undefined);
   });
 
@@ -169,7 +170,7 @@ describe("CORS_ORIGINS set", () => {
       assert.equal(reply.status, 204);
     }
     const refused = await send(port, "OPTIONS", "/verify", preflight(OTHER, "POST", "x-svc-key"));
-    assert.equal(refused.status, 404);
+    assert.equal(refused.status, 405);
     const afterwards = await send(port, "GET", "/info", { origin: ALLOWED });
     assert.equal(
       Number(afterwards.headers["x-ratelimit-remaining"]),
@@ -178,10 +179,11 @@ describe("CORS_ORIGINS set", () => {
     );
   });
 
-  test("a preflight from another origin gets no CORS headers (the unknown OPTIONS' 404)", async () => {
+  test("a preflight from another origin gets no CORS headers (the OPTIONS' 405)", async () => {
     const reply = await send(port, "OPTIONS", "/verify", preflight(OTHER, "POST", "x-svc-key"));
-    assert.equal(reply.status, 404);
-    assert.deepEqual(JSON.parse(reply.body), { error: "not_found" });
+    assert.equal(reply.status, 405);
+    assert.equal(reply.headers.allow, "POST");
+    assert.equal(JSON.parse(reply.body).error, "method_not_allowed");
     assert.equal(reply.headers["access-control-allow-origin"], undefined);
     assert.equal(reply.headers["access-control-allow-headers"], undefined);
   });

@@ -222,10 +222,10 @@ async function metadata({ call }: Main): Promise<void> {
   await call({ name: "HEAD /mcp/server-card", method: "HEAD", url: "/mcp/server-card" });
 
   await call({ name: "GET an unknown path → 404", method: "GET", url: "/no-such-route" });
-  await call({ name: "GET /verify (POST only) → 404", method: "GET", url: "/verify" });
-  await call({ name: "PUT /verify → 404", method: "PUT", url: "/verify", body: "{}" });
-  await call({ name: "OPTIONS /verify → 404", method: "OPTIONS", url: "/verify" });
-  await call({ name: "POST /revocations/{issuer} → 404", method: "POST", url: "/revocations/x" });
+  await call({ name: "GET /verify (POST only) → 405, Allow: POST", method: "GET", url: "/verify" });
+  await call({ name: "PUT /verify → 405", method: "PUT", url: "/verify", body: "{}" });
+  await call({ name: "OPTIONS /verify (CORS off) → 405", method: "OPTIONS", url: "/verify" });
+  await call({ name: "POST /revocations/{issuer} → 405", method: "POST", url: "/revocations/x" });
   await call({
     name: "GET a URL that cannot be percent-decoded → 400 bad_request",
     method: "GET",

@@ -1,0 +1,178 @@
+/**
+ * `receiptd admin purge [--prefix P] [--schema S] [--yes]`: tears a deployment's shared state
+ * down (docs/operations.md, "Teardown"). `--prefix` removes every Redis key under the prefix
+ * (`REDIS_URL`; caps, digest cache, nonce ledger, challenges and the BullMQ queues), `--schema`
+ * drops the PostgreSQL schema with its tables (`DATABASE_URL`). Without `--yes` it only says
+ * what it would remove, so the command can be checked before it is meant.
+ */
+
+import { parseArgs } from "node:util";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { normalisePrefix } from "../redis/connection.js";
+import { ConfigError, loadConfig } from "../service/config.js";
+import { quoteSchema } from "../storage/pg-migrations.js";
+import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
+
+export const USAGE = "usage: receiptd admin purge [--prefix PREFIX] [--schema SCHEMA] [--yes]";
+
+const HELP = `${USAGE}
+
+Removes a deployment's shared state; stop every process that uses it first.
+  --prefix PREFIX  every Redis key under PREFIX: (REDIS_URL): daily caps, the digest cache,
+                   the x402 nonce ledger, evaluation challenges and the BullMQ queues
+                   (pending jobs included)
+  --schema SCHEMA  DROP SCHEMA SCHEMA CASCADE in DATABASE_URL's database: API keys, anchors,
+                   revocation documents, settlement receipts, crystals
+  --yes            do it; without --yes nothing is removed and it prints what would be
+Nothing else is touched: other prefixes and schemas, DATA_DIR (identity files, audit).
+Exit codes: 0 done (or shown), 2 usage, configuration or connection error.
+`;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+class UsageError extends Error {}
+class PurgeError extends Error {}
+
+const CONNECT_TIMEOUT_MS = 5_000;
+
+/** Redis's glob characters, escaped so the prefix matches only itself. */
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, "\\$&");
+}
+
+/** The keys under `prefix` (normalised as the service does: `receiptd` → `receiptd:`). */
+async function purgeRedisPrefix(url: string, prefix: string, remove: boolean): Promise<number> {
+  const client = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    retryStrategy: () => null,
+  });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    let count = 0;
+    let cursor = "0";
+    do {
+      const [next, keys] = await client.scan(
+        cursor,
+        "MATCH",
+        `${globEscape(normalisePrefix(prefix))}*`,
+        "COUNT",
+        1000,
+      );
+      count += keys.length;
+      if (remove && keys.length > 0) await client.unlink(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+    return count;
+  } catch (error) {
+    throw new PurgeError(`redis: ${error instanceof Error ? error.message : String(error)}`);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** The schema's table count (null: no such schema), dropped with them when `remove`. */
+async function purgeSchema(url: string, schema: string, remove: boolean): Promise<number | null> {
+  const quoted = quoteSchema(schema);
+  const client = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  });
+  try {
+    await client.connect();
+    const exists = await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+    if (exists.rowCount === 0) return null;
+    const tables = await client.query<{ count: string }>(
+      "SELECT count(*) AS count FROM information_schema.tables WHERE table_schema = $1",
+      [schema],
+    );
+    if (remove) await client.query(`DROP SCHEMA ${quoted} CASCADE`);
+    return Number(tables.rows[0]?.count ?? 0);
+  } catch (error) {
+    throw new PurgeError(`postgresql: ${error instanceof Error ? error.message : String(error)}`);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function purge(argv: string[], io: CliIo, env: Env): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      prefix: { type: "string" },
+      schema: { type: "string" },
+      yes: { type: "boolean" },
+    },
+    allowPositionals: false,
+  });
+  const { prefix, schema } = values;
+  const remove = values.yes ?? false;
+  if (prefix === undefined && schema === undefined) {
+    throw new UsageError("admin purge needs --prefix, --schema or both");
+  }
+  if (prefix !== undefined && normalisePrefix(prefix) === "") {
+    throw new UsageError("--prefix must not be empty: it would match every key");
+  }
+  if (schema !== undefined) {
+    try {
+      quoteSchema(schema);
+    } catch (error) {
+      throw new UsageError(`--schema: ${(error as Error).message}`);
+    }
+  }
+  const config = loadConfig(env);
+  const done = remove ? "removed" : "would remove";
+  if (prefix !== undefined) {
+    if (config.redisUrl === null) throw new UsageError("--prefix needs REDIS_URL");
+    const count = await purgeRedisPrefix(config.redisUrl, prefix, remove);
+    io.stdout(`redis: ${done} ${count} key(s) under '${normalisePrefix(prefix)}'\n`);
+  }
+  if (schema !== undefined) {
+    if (config.databaseUrl === null) throw new UsageError("--schema needs DATABASE_URL");
+    const tables = await purgeSchema(config.databaseUrl, schema, remove);
+    io.stdout(
+      tables === null
+        ? `postgresql: no schema '${schema}'\n`
+        : `postgresql: ${remove ? "dropped" : "would drop"} schema '${schema}' ` +
+            `(${tables} table(s))\n`,
+    );
+  }
+  if (!remove) io.stdout("nothing removed: add --yes to remove it\n");
+  return 0;
+}
+
+export async function main(
+  argv: string[],
+  io: CliIo = processIo,
+  env: Env = process.env,
+): Promise<number> {
+  const [action, ...rest] = argv;
+  if (action === "--help" || action === "-h" || action === "help") {
+    io.stdout(HELP);
+    return 0;
+  }
+  if (action !== "purge") {
+    io.stderr(`${action === undefined ? "" : `error: unknown action '${action}'\n`}${USAGE}\n`);
+    return 2;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    io.stdout(HELP);
+    return 0;
+  }
+  try {
+    return await purge(rest, io, env);
+  } catch (error) {
+    if (error instanceof UsageError || isParseArgsError(error)) {
+      io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
+      return 2;
+    }
+    if (error instanceof ConfigError || error instanceof PurgeError) {
+      io.stderr(`error: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+}
