@@ -127,6 +127,9 @@ export const ERROR_STATUS = {
   evaluation_limit_reached: 429,
   evaluation_keys_exhausted: 429,
   headers_too_large: 431,
+  // The client closed its connection before its answer (nginx's 499): nobody reads the body,
+  // but the audit line and the metrics say what happened to the request.
+  client_closed: 499,
   // 5xx: the service, or what it depends on, cannot answer now.
   internal_error: 500,
   stored_document_invalid: 500,
@@ -136,6 +139,8 @@ export const ERROR_STATUS = {
   // The facilitator's answer is unknown, however it failed: one status (service-decisions.md).
   facilitator_timeout: 502,
   overloaded: 503,
+  // The request's CPU work passed CPU_TASK_DEADLINE_MS (`limit`, ms; GET /info).
+  work_limit_exceeded: 503,
   too_many_connections: 503,
   store_unavailable: 503,
   anchor_store_unavailable: 503,

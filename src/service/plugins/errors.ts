@@ -7,7 +7,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DocumentStoreUnavailableError } from "../../storage/document-store.js";
-import { CpuPoolOverloadedError } from "../cpu-pool.js";
+import { ClientGoneError, CpuPoolOverloadedError, WorkLimitExceededError } from "../cpu-pool.js";
 import { ERROR_STATUS, type ErrorCode, ServiceError } from "../errors.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
@@ -25,6 +25,10 @@ function handleError(error: FastifyError, request: FastifyRequest, reply: Fastif
   if (error instanceof CpuPoolOverloadedError) {
     return refuse(reply.header("retry-after", "1"), new ServiceError("overloaded"));
   }
+  if (error instanceof WorkLimitExceededError) {
+    return refuse(reply, new ServiceError("work_limit_exceeded", { limit: error.limitMs }));
+  }
+  if (error instanceof ClientGoneError) return refuse(reply, new ServiceError("client_closed"));
   // Nothing was half-written (every store write is one atomic statement): retrying is safe.
   if (error instanceof DocumentStoreUnavailableError) {
     return refuse(reply.header("retry-after", "1"), new ServiceError("store_unavailable"));

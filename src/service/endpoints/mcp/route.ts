@@ -9,6 +9,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { dumpCompact } from "../../../verifier/json/dump.js";
 import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
+import { clientGone } from "../../http/client-gone.js";
 import { ifNoneMatchMatches, strongEtag } from "../../http/stored-document.js";
 import { keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
@@ -195,7 +196,9 @@ export async function mcpRoutes(app: FastifyInstance) {
         protocolVersion: headerValue(request, "mcp-protocol-version") ?? null,
         keyedAccess: access.granted,
       };
-      const answer = await app.cpuPool.run(mcpTask, task, [body]);
+      const answer = await app.cpuPool.run(mcpTask, task, [body], {
+        clientGone: clientGone(reply),
+      });
       if (answer.kind === "denied") {
         if (access.granted) throw new Error("the MCP worker denied a granted request");
         const { refusal } = access;
