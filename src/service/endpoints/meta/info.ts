@@ -108,7 +108,8 @@ const infoSchema = {
               type: "integer",
               description:
                 "bytes of errors and reasons the verdicts of one request (POST /verify, one " +
-                "POST /mcp body, POST /erc8004/validate) may hold; above it 400 result_too_large",
+                "POST /mcp body, POST /erc8004/validate) may hold, verify_anchor results of " +
+                "one POST /mcp body included; above it 400 result_too_large",
             },
             cpu_task_deadline_ms: {
               type: "integer",
