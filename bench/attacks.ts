@@ -16,7 +16,7 @@
 import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { parseArgs } from "node:util";
-import { generatedBundle } from "./fixtures.js";
+import { didKeyBombBundle, generatedBundle } from "./fixtures.js";
 import { startServiceProcess } from "./service-process.js";
 
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -27,19 +27,6 @@ function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-}
-
-function bombBody(): Buffer {
-  const bundle = JSON.parse(Buffer.from(generatedBundle(6, 0)).toString("utf8")) as {
-    receipts: { issuer: { id: string }; sig: { key: string } }[];
-  };
-  const first = bundle.receipts[0]!;
-  const plain = JSON.stringify(bundle).length - first.issuer.id.length - first.sig.key.length;
-  const digits = Math.floor((BOMB_BODY_BYTES - plain) / 2) - "did:key:z".length;
-  const bomb = `did:key:z${"z".repeat(digits)}`;
-  first.issuer.id = bomb;
-  first.sig.key = bomb;
-  return Buffer.from(JSON.stringify(bundle));
 }
 
 interface Sent {
@@ -84,7 +71,7 @@ async function main(): Promise<void> {
   ];
   try {
     const honestBody = Buffer.from(generatedBundle(6, 1));
-    const bomb = bombBody();
+    const bomb = didKeyBombBundle(BOMB_BODY_BYTES);
     // Warm up: the threads are started and the honest path compiled before anything is timed.
     for (let i = 0; i < 20; i++) await post(service.origin, service.apiKey, honestBody);
     const quiet: number[] = [];
