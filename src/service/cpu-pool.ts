@@ -11,6 +11,7 @@
  * taken off Piscina's queue if it has not started, otherwise its thread is terminated (a
  * synchronous task cannot be stopped any other way) and Piscina starts a new one in its place.
  */
+import { setMaxListeners } from "node:events";
 import { setFlagsFromString } from "node:v8";
 import type { ResourceLimits } from "node:worker_threads";
 import { Piscina } from "piscina";
@@ -134,6 +135,8 @@ export class CpuPool {
     this.#threads = options.threads;
     this.#maxQueue = options.maxQueue;
     this.#deadlineMs = options.deadlineMs ?? DEFAULT_TASK_DEADLINE_MS;
+    // One listener per task in flight: many more than Node's leak warning expects.
+    setMaxListeners(0, this.#terminating.signal);
     this.#pool = new Piscina({
       minThreads: options.threads,
       maxThreads: options.threads,
