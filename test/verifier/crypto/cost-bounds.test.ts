@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import { describe, test } from "node:test";
+import { AnchorProofError, parseOtsProof } from "../../../src/verifier/anchor/ots.js";
 import { pyB64uDecode } from "../../../src/verifier/crypto/base64.js";
 import {
   base58Decode,
@@ -20,6 +21,8 @@ import {
 import { canDecodeDidKey, verifyEd25519 } from "../../../src/verifier/crypto/ed25519.js";
 import { parseJson, StrictJsonError } from "../../../src/verifier/json/parse.js";
 import { PyFloat } from "../../../src/verifier/json/value.js";
+import { isValidTimestamp } from "../../../src/verifier/timestamps.js";
+import { otsProof, sha256 } from "../../support/ots.js";
 
 const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 const MIB = 1024 * 1024;
@@ -114,5 +117,24 @@ describe("other decoders at 1 MiB", () => {
     assert.throws(() => parseJson(`[${"9".repeat(4300)},`.repeat(200)), StrictJsonError);
     // A 1 MiB float is read by the platform's strtod, in one pass.
     assert.deepEqual(parseJson(`0.${"1".repeat(MIB)}`), new PyFloat(0.1111111111111111));
+  });
+
+  test("timestamps: a 1 MiB string is refused by the anchored pattern", () => {
+    assert.equal(isValidTimestamp(`2026-01-01T00:00:00Z${"9".repeat(MIB)}`), false);
+    assert.equal(isValidTimestamp(`${"9".repeat(MIB)}-01-01T00:00:00Z`), false);
+    assert.equal(isValidTimestamp("2026-01-01T00:00:00Z"), true);
+  });
+
+  test("OTS: 9,999 leaves are read, one node past 10,000 is refused", () => {
+    const leaves = (count: number) =>
+      Array.from({ length: count }, (_, i) => `https://c${i}.example`);
+    assert.equal(
+      parseOtsProof(otsProof(sha256("bound"), { calendars: leaves(9_999) })).leaves.length,
+      9_999,
+    );
+    assert.throws(
+      () => parseOtsProof(otsProof(sha256("bound"), { calendars: leaves(10_001) })),
+      (error: unknown) => error instanceof AnchorProofError && error.code === "too_many_nodes",
+    );
   });
 });
