@@ -82,7 +82,7 @@ describe("audit lines", () => {
     assert.equal(parseAuditLine(text.replace('"anonymous"', '"someone"')), null);
   });
 
-  test("a refusal charged for its work ends with \"charged\":true (issue 22)", () => {
+  test('a refusal charged for its work ends with "charged":true (issue 22)', () => {
     const charged = event({ status: 422, chargedRefusal: true });
     const text = formatAuditLine(charged, 0).trimEnd();
     assert.match(text, /"latency_ms":3,"charged":true\}$/);
