@@ -129,6 +129,7 @@ export class CpuPool {
   readonly #terminating = new AbortController();
   #terminated: Promise<void> | null = null;
   #batchedTasks = 0;
+  readonly #abandoned = { deadline: 0, clientGone: 0 };
 
   constructor(options: CpuPoolOptions) {
     this.#modules = options.taskModules ?? {};
@@ -209,8 +210,14 @@ export class CpuPool {
   #caller(clientGone: AbortSignal | undefined) {
     const controller = new AbortController();
     const limitMs = this.#deadlineMs;
-    const timer = setTimeout(() => controller.abort(new WorkLimitExceededError(limitMs)), limitMs);
-    const onGone = () => controller.abort(new ClientGoneError());
+    const timer = setTimeout(() => {
+      this.#abandoned.deadline++;
+      controller.abort(new WorkLimitExceededError(limitMs));
+    }, limitMs);
+    const onGone = () => {
+      this.#abandoned.clientGone++;
+      controller.abort(new ClientGoneError());
+    };
     if (clientGone?.aborted) onGone();
     else clientGone?.addEventListener("abort", onGone, { once: true });
     const terminating = this.#terminating.signal;
@@ -324,6 +331,7 @@ export class CpuPool {
       utilization: this.#pool.utilization,
       threads: this.#pool.threads.length,
       batchedTasks: this.#batchedTasks,
+      abandonedTasks: { ...this.#abandoned },
     };
   }
 

@@ -77,6 +77,7 @@ describe("CPU task deadline", () => {
     // The only thread spun forever: an answer now comes from the one that replaced it.
     assert.equal(await verifyHonestly(base, service), "TRUSTED");
     assert.equal(service.app.cpuPool.stats().threads, 1);
+    assert.deepEqual(service.app.cpuPool.stats().abandonedTasks, { deadline: 1, clientGone: 0 });
   });
 });
 
@@ -117,6 +118,7 @@ describe("a client that hangs up", () => {
     await hungUp;
     // The honest request waits behind the spinning task until the hang-up stops it.
     assert.equal(await verifyHonestly(base, service), "TRUSTED");
+    assert.equal(service.app.cpuPool.stats().abandonedTasks.clientGone, 1);
   });
 
   test("a task still waiting for the thread never runs once its client left", {
