@@ -186,3 +186,21 @@ export function amplificationMcpBatch(): Buffer {
   );
   return Buffer.from(`[${calls.join(",")}]`);
 }
+
+/**
+ * A real bundle whose first receipt names its issuer and signing key as one `did:key:z…` long
+ * enough to make the body `bytes` long: issue 22's did:key bomb (the quadratic decoding it
+ * targeted took minutes on a 1 MiB one; now it is refused by its length).
+ */
+export function didKeyBombBundle(bytes: number): Buffer {
+  const bundle = JSON.parse(Buffer.from(generatedBundle(6, 0)).toString("utf8")) as {
+    receipts: { issuer: { id: string }; sig: { key: string } }[];
+  };
+  const first = bundle.receipts[0]!;
+  const plain = JSON.stringify(bundle).length - first.issuer.id.length - first.sig.key.length;
+  const digits = Math.floor((bytes - plain) / 2) - "did:key:z".length;
+  const bomb = `did:key:z${"z".repeat(digits)}`;
+  first.issuer.id = bomb;
+  first.sig.key = bomb;
+  return Buffer.from(JSON.stringify(bundle));
+}

@@ -11,6 +11,7 @@ import {
   anchorBody,
   batchBody,
   batchOfSize,
+  didKeyBombBundle,
   emptyObjectsBundle,
   generatedBundle,
   settlementBody,
@@ -422,6 +423,30 @@ const hostileMcpAmplification: Scenario = {
   goal: hostileRssGoal,
 };
 
+let didKeyBombs: Buffer | undefined;
+
+const hostileDidKey: Scenario = {
+  id: "hostile-did-key",
+  title: "16 concurrent 1 MiB bundles naming one did:key of 520,000 digits",
+  unit: "requests",
+  itemsPerRequest: 1,
+  verificationsPerRequest: 0,
+  connections: 16,
+  async prepare() {
+    didKeyBombs ??= didKeyBombBundle(LARGE_BODY_BYTES);
+    return undefined;
+  },
+  request: (_n, deployment) => ({
+    method: "POST",
+    path: "/verify",
+    headers: keyed(deployment),
+    body: didKeyBombs!,
+  }),
+  // Issue 22: the key is refused by its length (not a key), a verdict in milliseconds.
+  accept: (status, body) => status === 200 && body.includes('"verdict":"UNTRUSTED"'),
+  goal: hostileRssGoal,
+};
+
 export const SCENARIOS: readonly Scenario[] = [
   singleBundle,
   batch50,
@@ -435,4 +460,5 @@ export const SCENARIOS: readonly Scenario[] = [
   hostileEmptyObjects,
   hostileAmplification,
   hostileMcpAmplification,
+  hostileDidKey,
 ];

@@ -6,6 +6,9 @@
  *   {"time":"2026-11-21T10:00:00Z","principal":"key:0123456789ab","method":"POST",
  *    "route":"/verify","status":200,"bytes":512,"latency_ms":3}
  *
+ * A refusal charged for the work it reports (`task_hash_unbound`, `result_too_large`: issue
+ * 22) ends with `"charged":true`, the one member a line may lack; billing reads it.
+ *
  * A line holds the principal (key id, `x402:<payer>` or `anonymous`), the route *template*
  * and numbers, never a body, query string, bundle field, header or address of the client.
  *
@@ -39,6 +42,8 @@ export interface AuditEvent {
   /** Response body bytes sent. */
   bytes: number;
   latencyMs: number;
+  /** A refusal charged like a result (it reports work done). */
+  chargedRefusal?: boolean;
   /** When the response finished; default: the log's clock. */
   timeMs?: number;
 }
@@ -52,6 +57,8 @@ export interface AuditLine {
   status: number;
   bytes: number;
   latencyMs: number;
+  /** `"charged":true`: a refusal charged like a result. */
+  chargedRefusal: boolean;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -88,6 +95,7 @@ export function formatAuditLine(event: AuditEvent, timeMs: number): string {
     status: Number.isInteger(event.status) ? event.status : 0,
     bytes: wholeNumber(event.bytes),
     latency_ms: wholeNumber(event.latencyMs),
+    ...(event.chargedRefusal === true ? { charged: true } : {}),
   };
   return `${JSON.stringify(line)}\n`;
 }
@@ -102,7 +110,7 @@ export function parseAuditLine(text: string): AuditLine | null {
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
   const line = value as Record<string, unknown>;
-  const { time, principal, method, route, status, bytes, latency_ms: latencyMs } = line;
+  const { time, principal, method, route, status, bytes, latency_ms: latencyMs, charged } = line;
   if (
     typeof time !== "string" ||
     typeof principal !== "string" ||
@@ -111,7 +119,8 @@ export function parseAuditLine(text: string): AuditLine | null {
     typeof route !== "string" ||
     !Number.isInteger(status) ||
     !Number.isInteger(bytes) ||
-    !Number.isInteger(latencyMs)
+    !Number.isInteger(latencyMs) ||
+    (charged !== undefined && charged !== true)
   ) {
     return null;
   }
@@ -123,6 +132,7 @@ export function parseAuditLine(text: string): AuditLine | null {
     status: status as number,
     bytes: bytes as number,
     latencyMs: latencyMs as number,
+    chargedRefusal: charged === true,
   };
 }
 

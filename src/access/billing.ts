@@ -1,7 +1,8 @@
 /**
  * Billing of API keys (service.md §9): 5.00 USD per 10,000 successful calls, metered from a
- * month's audit files. Only lines of key principals whose status is charged (`isChargedStatus`,
- * the rule the daily caps follow too: a 2xx) count; 429s, other 4xx, 5xx, 304s, anonymous and
+ * month's audit files. Only lines of key principals whose answer is charged count: a 2xx
+ * (`isChargedStatus`, the rule the daily caps follow too), or a refusal marked
+ * `"charged":true` for the work it reports (issue 22); 429s, other 4xx, 5xx, 304s, anonymous and
  * x402 lines are never invoiced (x402 calls were paid as they were made), and neither are
  * evaluation keys' lines (`eval:<id>`): they are tallied apart, for the operator to see, and
  * never priced.
@@ -15,7 +16,7 @@ import { createReadStream } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { AUDIT_FILE_SUFFIX, parseAuditLine } from "./audit.js";
+import { AUDIT_FILE_SUFFIX, type AuditLine, parseAuditLine } from "./audit.js";
 import { isChargedStatus } from "./caps.js";
 
 export const BILLED_CALLS_UNIT = 10_000;
@@ -58,6 +59,11 @@ export interface EvaluationUsage {
   unbilled: number;
 }
 
+/** A result, or a refusal charged for the work it reports (`"charged":true`, issue 22). */
+function isBilled(line: AuditLine): boolean {
+  return isChargedStatus(line.status) || line.chargedRefusal;
+}
+
 export interface MonthlyUsage {
   month: string;
   /** Every key with at least one audit line in the month, by id. */
@@ -98,7 +104,7 @@ export async function meterMonth(auditDir: string, month: string): Promise<Month
       }
       if (line.principal.startsWith(EVALUATION_PRINCIPAL_PREFIX)) {
         evaluationKeys.add(line.principal);
-        if (isChargedStatus(line.status)) evaluation.calls += 1;
+        if (isBilled(line)) evaluation.calls += 1;
         else evaluation.unbilled += 1;
         continue;
       }
@@ -109,7 +115,7 @@ export async function meterMonth(auditDir: string, month: string): Promise<Month
         counts = { calls: 0, unbilled: 0 };
         usage.set(keyId, counts);
       }
-      if (isChargedStatus(line.status)) counts.calls += 1;
+      if (isBilled(line)) counts.calls += 1;
       else counts.unbilled += 1;
     }
   }

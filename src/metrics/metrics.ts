@@ -81,6 +81,8 @@ export interface CpuPoolStats {
   threads: number;
   /** Tasks that reached a thread in one message with others (micro-batching, cpu-pool.ts). */
   batchedTasks: number;
+  /** Tasks given up (issue 22): past `CPU_TASK_DEADLINE_MS`, or their client hung up. */
+  abandonedTasks: { deadline: number; clientGone: number };
 }
 
 /**
@@ -188,6 +190,7 @@ export class ServiceMetrics extends ProcessMetrics {
   readonly cpuPoolUtilization: Gauge;
   readonly cpuPoolThreads: Gauge;
   readonly cpuPoolBatchedTasks: Counter;
+  readonly cpuPoolAbandonedTasks: Counter;
   readonly digestCache: Counter<"result">;
   readonly capRefusals: Counter<"bucket">;
   readonly payments: Counter<"outcome">;
@@ -242,6 +245,19 @@ export class ServiceMetrics extends ProcessMetrics {
         if (stats === undefined) return;
         this.reset();
         this.inc(stats.batchedTasks);
+      },
+    });
+    this.cpuPoolAbandonedTasks = new Counter({
+      name: "receiptd_cpu_pool_abandoned_tasks_total",
+      help: "Tasks given up by the CPU pool, by reason: deadline (past CPU_TASK_DEADLINE_MS, answered 503 work_limit_exceeded) or client_gone (the client hung up); a running one had its thread replaced.",
+      labelNames: ["reason"],
+      registers,
+      async collect(this: Counter) {
+        const stats = metrics.#cpuPool?.();
+        if (stats === undefined) return;
+        this.reset();
+        this.inc({ reason: "deadline" }, stats.abandonedTasks.deadline);
+        this.inc({ reason: "client_gone" }, stats.abandonedTasks.clientGone);
       },
     });
     this.digestCache = new Counter({

@@ -148,6 +148,7 @@ export async function buildApp(
   const pool = new CpuPool({
     threads: config.cpuPool.threads,
     maxQueue: config.cpuPool.maxQueue,
+    deadlineMs: config.cpuPool.taskDeadlineMs,
     taskModules: config.cpuPool.taskModules,
     workerData: workerContext,
   });

@@ -369,6 +369,22 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "Tasks allowed to wait for a thread; beyond it, `503 overloaded` with `Retry-After: 1`.",
     processes: SERVE,
   },
+  {
+    name: "CPU_TASK_DEADLINE_MS",
+    group: "Verification threads",
+    default: "15000",
+    meaning:
+      "The longest one request's CPU task may take, waiting for a thread included; then its thread is terminated and replaced and the request answered `503 work_limit_exceeded` (`limit`; `limits.cpu_task_deadline_ms` in `GET /info`). A task whose client closed its connection is abandoned the same way.",
+    processes: SERVE,
+  },
+  {
+    name: "SHUTDOWN_DRAIN_MS",
+    group: "Verification threads",
+    default: "25000",
+    meaning:
+      "After SIGTERM or SIGINT, how long requests in flight may still finish; then their CPU tasks are terminated and the process exits.",
+    processes: SERVE,
+  },
   // Worker
   {
     name: "WORKER_CONCURRENCY",

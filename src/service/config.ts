@@ -47,6 +47,12 @@ export interface CpuPoolConfig {
   /** Tasks allowed to wait for a thread; beyond it requests get 503 `overloaded`. */
   maxQueue: number;
   /**
+   * `CPU_TASK_DEADLINE_MS`: the longest one task may take, from the moment it is handed to
+   * the pool (waiting for a thread included); then it is abandoned, its thread terminated
+   * and replaced, and the request answered 503 `work_limit_exceeded` (issue 22).
+   */
+  taskDeadlineMs: number;
+  /**
    * Worker modules that replace an endpoint's own (`endpoints/<name>/worker.ts`): tests
    * substitute instrumented ones. Empty in every real configuration.
    */
@@ -180,6 +186,11 @@ export interface ServiceConfig {
   trustProxy: TrustProxy;
   cpuPool: CpuPoolConfig;
   http: HttpServerConfig;
+  /**
+   * `SHUTDOWN_DRAIN_MS`: how long a SIGTERM drain waits for requests in flight before their
+   * CPU tasks are terminated and the process exits (issue 22).
+   */
+  shutdownDrainMs: number;
   /** The `/metrics` listener (`METRICS_PORT`, `METRICS_HOST`, `METRICS_TOKEN`), or null: off. */
   metrics: MetricsListenerConfig | null;
 }
@@ -245,6 +256,16 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
  * also bounds the request bodies held in memory while they wait (1 MiB each at most).
  */
 const QUEUED_TASKS_PER_THREAD = 32;
+
+/**
+ * `CPU_TASK_DEADLINE_MS` by default: many times what the largest legal request costs (a 1 MiB
+ * batch of 50 bundles takes well under a second of one thread), far below what a stuck or
+ * hostile task would otherwise hold a thread for.
+ */
+export const DEFAULT_TASK_DEADLINE_MS = 15_000;
+
+/** Below the 30 s an orchestrator usually waits after SIGTERM before it sends SIGKILL. */
+export const DEFAULT_SHUTDOWN_DRAIN_MS = 25_000;
 
 export const DEFAULT_HTTP_TIMEOUTS = {
   headersTimeoutMs: 20_000,
@@ -385,6 +406,13 @@ function cpuPoolFrom(env: Env): CpuPoolConfig {
   return {
     threads,
     maxQueue: integerFrom(env, "CPU_MAX_QUEUE", threads * QUEUED_TASKS_PER_THREAD, 0, 1_000_000),
+    taskDeadlineMs: integerFrom(
+      env,
+      "CPU_TASK_DEADLINE_MS",
+      DEFAULT_TASK_DEADLINE_MS,
+      1,
+      3_600_000,
+    ),
     taskModules: {},
   };
 }
@@ -541,6 +569,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     evaluationKeys: evaluationKeysFrom(env),
     verificationPage: verificationPageFrom(env),
     trustProxy: trustProxyFrom(env),
+    shutdownDrainMs: integerFrom(env, "SHUTDOWN_DRAIN_MS", DEFAULT_SHUTDOWN_DRAIN_MS, 1, 3_600_000),
     ...rest,
     limits: mergedLimits,
     cpuPool: { ...cpuPoolFrom(env), ...cpuPool },

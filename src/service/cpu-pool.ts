@@ -3,11 +3,20 @@
  * hashing and signatures run here so the main thread stays free for I/O. The pool has a
  * fixed size and a bounded queue; a full queue is reported as `CpuPoolOverloadedError`,
  * which the service answers with 503 instead of queueing without bound.
+ *
+ * Every task has a deadline (`deadlineMs`, from the moment it is handed to the pool: waiting
+ * for a thread counts) and may carry its client's signal (`clientGone`). A caller whose
+ * deadline passes is told `WorkLimitExceededError`, one whose client left `ClientGoneError`,
+ * at once; the message that carries its task is aborted once no caller waits for it any more:
+ * taken off Piscina's queue if it has not started, otherwise its thread is terminated (a
+ * synchronous task cannot be stopped any other way) and Piscina starts a new one in its place.
  */
+import { setMaxListeners } from "node:events";
 import { setFlagsFromString } from "node:v8";
 import type { ResourceLimits } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { CpuPoolStats } from "../metrics/metrics.js";
+import { DEFAULT_TASK_DEADLINE_MS } from "./config.js";
 import {
   RUNNING_FROM_SOURCE,
   type TaskDefinition,
@@ -51,6 +60,8 @@ const MAX_BATCHED_BYTES = 64 * 1024;
 interface WaitingTask {
   input: unknown;
   transfer: ArrayBuffer[];
+  /** Aborted when the caller stops waiting (its deadline, or its client gone). */
+  givenUp: AbortSignal;
   resolve(output: unknown): void;
   reject(error: unknown): void;
 }
@@ -66,6 +77,27 @@ export class CpuPoolOverloadedError extends Error {
   override readonly name = "CpuPoolOverloadedError";
 }
 
+/** The task ran past the pool's deadline (`limitMs`) and was abandoned. */
+export class WorkLimitExceededError extends Error {
+  override readonly name = "WorkLimitExceededError";
+  constructor(readonly limitMs: number) {
+    super(`the task did not finish within ${limitMs} ms`);
+  }
+}
+
+/** The task's client closed its connection: nobody is left to read the answer. */
+export class ClientGoneError extends Error {
+  override readonly name = "ClientGoneError";
+  constructor() {
+    super("the client closed its connection");
+  }
+}
+
+/** What a caller may add to a task: the signal that its client left. */
+export interface RunOptions {
+  clientGone?: AbortSignal;
+}
+
 /** Piscina's rejections when no thread is free and no queue slot is left. */
 const SATURATION_MESSAGES = new Set([
   "Task queue is at limit",
@@ -75,6 +107,8 @@ const SATURATION_MESSAGES = new Set([
 export interface CpuPoolOptions {
   threads: number;
   maxQueue: number;
+  /** The longest a task may take, waiting included, before it is abandoned. */
+  deadlineMs?: number;
   /**
    * Another worker module for an endpoint (tests: tasks that block or fail on purpose); it
    * must export the same tasks with the same types.
@@ -89,13 +123,21 @@ export class CpuPool {
   readonly #modules: Partial<Record<TaskEndpoint, string>>;
   readonly #threads: number;
   readonly #maxQueue: number;
+  readonly #deadlineMs: number;
   readonly #batchQueues = new Map<string, BatchQueue>();
+  /** Aborted by `terminate`: every caller gives up at once. */
+  readonly #terminating = new AbortController();
+  #terminated: Promise<void> | null = null;
   #batchedTasks = 0;
+  readonly #abandoned = { deadline: 0, clientGone: 0 };
 
   constructor(options: CpuPoolOptions) {
     this.#modules = options.taskModules ?? {};
     this.#threads = options.threads;
     this.#maxQueue = options.maxQueue;
+    this.#deadlineMs = options.deadlineMs ?? DEFAULT_TASK_DEADLINE_MS;
+    // One listener per task in flight: many more than Node's leak warning expects.
+    setMaxListeners(0, this.#terminating.signal);
     this.#pool = new Piscina({
       minThreads: options.threads,
       maxThreads: options.threads,
@@ -120,9 +162,11 @@ export class CpuPool {
     task: TaskDefinition<Input, Output>,
     input: Input,
     transfer: ArrayBuffer[] = [],
+    options: RunOptions = {},
   ): Promise<Output> {
+    const caller = this.#caller(options.clientGone);
     if (!task.batchable || byteLength(transfer) > MAX_BATCHED_BYTES) {
-      return this.#runMessage(task, input, transfer);
+      return caller.watch(this.#runMessage(task, input, transfer, caller.signal));
     }
     const key = `${task.endpoint}#${task.kind}`;
     let queue = this.#batchQueues.get(key);
@@ -131,19 +175,69 @@ export class CpuPool {
       this.#batchQueues.set(key, queue);
     }
     if (queue.inFlight >= this.#threads && queue.waiting.length >= this.#maxQueue) {
+      caller.dispose();
       return Promise.reject(new CpuPoolOverloadedError("the CPU pool's queue is full"));
     }
     const admitted = queue;
     const output = new Promise<Output>((resolve, reject) => {
-      admitted.waiting.push({
+      const waiting: WaitingTask = {
         input,
         transfer,
+        givenUp: caller.signal,
         resolve: resolve as (value: unknown) => void,
         reject,
-      });
+      };
+      admitted.waiting.push(waiting);
+      // A task given up before it was sent leaves the queue: no thread ever sees it.
+      caller.signal.addEventListener(
+        "abort",
+        () => {
+          const at = admitted.waiting.indexOf(waiting);
+          if (at >= 0) admitted.waiting.splice(at, 1);
+        },
+        { once: true },
+      );
     });
     this.#dispatch(task, admitted);
-    return output;
+    return caller.watch(output);
+  }
+
+  /**
+   * The caller's side of one task: `signal` aborts at the deadline or when the client leaves
+   * (its reason says which), and `watch` rejects with that reason at once, whatever the
+   * message carrying the task still does.
+   */
+  #caller(clientGone: AbortSignal | undefined) {
+    const controller = new AbortController();
+    const limitMs = this.#deadlineMs;
+    const timer = setTimeout(() => {
+      this.#abandoned.deadline++;
+      controller.abort(new WorkLimitExceededError(limitMs));
+    }, limitMs);
+    const onGone = () => {
+      this.#abandoned.clientGone++;
+      controller.abort(new ClientGoneError());
+    };
+    if (clientGone?.aborted) onGone();
+    else clientGone?.addEventListener("abort", onGone, { once: true });
+    const terminating = this.#terminating.signal;
+    const onTerminate = () => controller.abort(terminating.reason);
+    if (terminating.aborted) onTerminate();
+    else terminating.addEventListener("abort", onTerminate, { once: true });
+    const dispose = () => {
+      clearTimeout(timer);
+      clientGone?.removeEventListener("abort", onGone);
+      terminating.removeEventListener("abort", onTerminate);
+    };
+    const watch = <Output>(output: Promise<Output>): Promise<Output> => {
+      const { signal } = controller;
+      const abandoned = new Promise<never>((_, reject) => {
+        if (signal.aborted) reject(signal.reason);
+        else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+      return Promise.race([output, abandoned]).finally(dispose);
+    };
+    return { signal: controller.signal, watch, dispose };
   }
 
   /** Sends waiting tasks while their messages could run on a free thread. */
@@ -186,7 +280,7 @@ export class CpuPool {
   ): Promise<() => void> {
     const [only] = items;
     if (items.length === 1 && only !== undefined) {
-      const output = await this.#runMessage(task, only.input as Input, only.transfer);
+      const output = await this.#runMessage(task, only.input as Input, only.transfer, only.givenUp);
       return () => only.resolve(output);
     }
     const batch: TaskBatch<Input> = { batchOf: items.map((item) => item.input as Input) };
@@ -195,6 +289,7 @@ export class CpuPool {
       task,
       batch,
       items.flatMap((item) => item.transfer),
+      allAborted(items.map((item) => item.givenUp)),
     )) as unknown as TaskBatchResults<Output>;
     return () =>
       items.forEach((item, i) => {
@@ -208,6 +303,7 @@ export class CpuPool {
     task: TaskDefinition<Input, Output>,
     input: Input | TaskBatch<Input>,
     transfer: ArrayBuffer[],
+    signal: AbortSignal,
   ): Promise<Output> {
     try {
       // Piscina returns what the task module returned; implementTask typed that as Output.
@@ -215,11 +311,13 @@ export class CpuPool {
         filename: this.#modules[task.endpoint] ?? workerModuleUrl(task.endpoint),
         name: task.kind,
         transferList: transfer,
+        signal,
       })) as Output;
     } catch (error) {
       if (error instanceof Error && SATURATION_MESSAGES.has(error.message)) {
         throw new CpuPoolOverloadedError("the CPU pool's queue is full");
       }
+      if (signal.aborted) throw signal.reason;
       throw error;
     }
   }
@@ -233,16 +331,42 @@ export class CpuPool {
       utilization: this.#pool.utilization,
       threads: this.#pool.threads.length,
       batchedTasks: this.#batchedTasks,
+      abandonedTasks: { ...this.#abandoned },
     };
+  }
+
+  /**
+   * Abandons every task, waiting or running, and stops the threads now: a shutdown drain past
+   * its deadline. Callers are told `CpuPoolOverloadedError` (another instance may answer).
+   */
+  terminate(): Promise<void> {
+    this.#terminating.abort(new CpuPoolOverloadedError("the service is shutting down"));
+    this.#terminated ??= this.#pool.destroy();
+    return this.#terminated;
   }
 
   /** Waits for running and queued tasks, then stops the threads. */
   async close(): Promise<void> {
+    if (this.#terminated !== null) return this.#terminated;
     while ([...this.#batchQueues.values()].some((queue) => queue.waiting.length > 0)) {
       await new Promise((resolve) => setImmediate(resolve));
     }
     await this.#pool.close();
   }
+}
+
+/** Aborts once every one of `signals` has: a batch runs while any of its callers waits. */
+function allAborted(signals: readonly AbortSignal[]): AbortSignal {
+  const controller = new AbortController();
+  let left = signals.length;
+  const onAbort = () => {
+    if (--left === 0) controller.abort(new ClientGoneError());
+  };
+  for (const signal of signals) {
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  }
+  return controller.signal;
 }
 
 function byteLength(buffers: readonly ArrayBuffer[]): number {

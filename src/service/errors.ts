@@ -13,6 +13,7 @@ import type { FastifyReply } from "fastify";
 import { dumpCompact } from "../verifier/json/dump.js";
 import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
 import type { JsonValue } from "../verifier/json/value.js";
+import { chargeWorkDone } from "./work-charged.js";
 
 /** Every public error code of the HTTP API and its one status. */
 export const ERROR_STATUS = {
@@ -127,6 +128,9 @@ export const ERROR_STATUS = {
   evaluation_limit_reached: 429,
   evaluation_keys_exhausted: 429,
   headers_too_large: 431,
+  // The client closed its connection before its answer (nginx's 499): nobody reads the body,
+  // but the audit line and the metrics say what happened to the request.
+  client_closed: 499,
   // 5xx: the service, or what it depends on, cannot answer now.
   internal_error: 500,
   stored_document_invalid: 500,
@@ -136,6 +140,8 @@ export const ERROR_STATUS = {
   // The facilitator's answer is unknown, however it failed: one status (service-decisions.md).
   facilitator_timeout: 502,
   overloaded: 503,
+  // The request's CPU work passed CPU_TASK_DEADLINE_MS (`limit`, ms; GET /info).
+  work_limit_exceeded: 503,
   too_many_connections: 503,
   store_unavailable: 503,
   anchor_store_unavailable: 503,
@@ -188,12 +194,25 @@ export class ServiceError<Code extends ErrorCode = ErrorCode> extends Error {
 }
 
 /**
+ * Refusals that report work done (issue 22, "work done is charged"): they are charged to a
+ * cap, billed and settled like a result, although their status is not 2xx.
+ * - `task_hash_unbound`: the whole evaluation (service.md §5 asks for it), only unsigned;
+ * - `result_too_large`: found while verifying, after the work it refuses to answer.
+ */
+export const CHARGED_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  "task_hash_unbound",
+  "result_too_large",
+]);
+
+/**
  * What a route sends: a status and a body already serialised (worker tasks answer with it, so
- * the main thread forwards text and never re-serialises a verdict).
+ * the main thread forwards text and never re-serialises a verdict). `charged`: a refusal in
+ * `CHARGED_REFUSALS`.
  */
 export interface Answer<Status extends number = number> {
   statusCode: Status;
   json: string;
+  charged?: true;
 }
 
 export function answer<Status extends number>(
@@ -212,10 +231,18 @@ export function errorAnswer<Code extends ErrorCode>(
   code: Code,
   fields: ErrorFields & Record<string, unknown> = {},
 ): Answer<ErrorStatus<Code>> {
-  return answer(ERROR_STATUS[code], { error: code, ...fields });
+  return refusalAnswer(code, answer(ERROR_STATUS[code], { error: code, ...fields }));
 }
 
-export function sendAnswer(reply: FastifyReply, { statusCode, json }: Answer): FastifyReply {
+function refusalAnswer<Status extends number>(code: ErrorCode, refusal: Answer<Status>) {
+  return CHARGED_REFUSALS.has(code) ? { ...refusal, charged: true as const } : refusal;
+}
+
+export function sendAnswer(
+  reply: FastifyReply,
+  { statusCode, json, charged }: Answer,
+): FastifyReply {
+  if (charged) chargeWorkDone(reply);
   return reply.code(statusCode).type("application/json; charset=utf-8").send(json);
 }
 
@@ -237,7 +264,9 @@ export function parseRequestJson(bytes: Uint8Array): JsonValue {
 
 /** A worker's `ServiceError` as the answer the main thread forwards; anything else rethrows. */
 export function errorAnswerOf(error: unknown): Answer {
-  if (error instanceof ServiceError) return answer(error.status, error.body());
+  if (error instanceof ServiceError) {
+    return refusalAnswer(error.code, answer(error.status, error.body()));
+  }
   throw error;
 }
 

@@ -18,8 +18,13 @@ export async function startServer(config: ServiceConfig): Promise<FastifyInstanc
     // at once (Node's default), which is what an operator pressing Ctrl-C twice wants.
     for (const name of SHUTDOWN_SIGNALS) process.off(name, shutDown);
     app.log.info({ signal }, "shutting down: draining in-flight requests");
+    const deadline = setTimeout(() => drainDeadlinePassed(app, config), config.shutdownDrainMs);
+    deadline.unref();
     app.close().then(
-      () => app.log.info("shut down"),
+      () => {
+        clearTimeout(deadline);
+        app.log.info("shut down");
+      },
       (error: unknown) => {
         app.log.error({ err: error }, "shutdown failed");
         process.exitCode = 1;
@@ -65,6 +70,23 @@ export async function startServer(config: ServiceConfig): Promise<FastifyInstanc
   });
   warnAboutFileLimit(app, config);
   return app;
+}
+
+/** How long the process may take to exit once the drain deadline has stopped the work. */
+const EXIT_GRACE_MS = 2000;
+
+/**
+ * A drain that outlives `SHUTDOWN_DRAIN_MS` (issue 22): running CPU tasks would otherwise hold
+ * it without bound. Their threads are terminated (their requests answered 503 `overloaded`,
+ * which a client may retry on another instance, on connections that then close), and the
+ * process exits with 1 once the close completes, or after `EXIT_GRACE_MS` whatever still holds
+ * it (a client still sending a body, say).
+ */
+function drainDeadlinePassed(app: FastifyInstance, config: ServiceConfig): void {
+  app.log.warn({ drainMs: config.shutdownDrainMs }, "drain deadline passed: terminating CPU tasks");
+  process.exitCode = 1;
+  setTimeout(() => process.exit(1), EXIT_GRACE_MS).unref();
+  void app.cpuPool.terminate();
 }
 
 /**

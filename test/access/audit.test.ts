@@ -75,10 +75,20 @@ describe("audit lines", () => {
       status: 429,
       bytes: 512,
       latencyMs: 3,
+      chargedRefusal: false,
     });
     assert.equal(parseAuditLine(text.slice(0, 40)), null);
     assert.equal(parseAuditLine("[]"), null);
     assert.equal(parseAuditLine(text.replace('"anonymous"', '"someone"')), null);
+  });
+
+  test('a refusal charged for its work ends with "charged":true (issue 22)', () => {
+    const charged = event({ status: 422, chargedRefusal: true });
+    const text = formatAuditLine(charged, 0).trimEnd();
+    assert.match(text, /"latency_ms":3,"charged":true\}$/);
+    assert.equal(parseAuditLine(text)?.chargedRefusal, true);
+    assert.equal(parseAuditLine(text.replace("true}", "1}")), null);
+    assert.doesNotMatch(formatAuditLine(event({ status: 400 }), 0), /charged/);
   });
 
   test("AUDIT_DIR, else DATA_DIR/audit", () => {

@@ -9,6 +9,7 @@ import {
   AMPLIFYING_BUNDLES,
   amplificationBatch,
   amplificationMcpBatch,
+  didKeyBombBundle,
   emptyObjectsBundle,
 } from "../../bench/fixtures.js";
 import { type Deployment, SCENARIOS } from "../../bench/scenarios.js";
@@ -40,6 +41,7 @@ describe("hostile bench scenarios", () => {
       emptyObjectsBundle(1_040_000),
       amplificationBatch(),
       amplificationMcpBatch(),
+      didKeyBombBundle(1_040_000),
     ]) {
       assert.ok(body.length > 1_000_000 && body.length <= limit, `${body.length} bytes`);
     }
@@ -80,6 +82,16 @@ describe("hostile bench scenarios", () => {
       '{"verdict":"UNTRUSTED","errors":[{"code":"too_many_receipts","detail":"346665 receipts exceeds limit 10000","receipt_id":null}]}';
     assert.equal(empty.accept(200, verdict, spec), true);
     assert.equal(empty.accept(400, REFUSAL, spec), false);
+  });
+
+  test("the did:key bombs expect a verdict, the key being no key (issue 22)", async () => {
+    const bombs = scenario("hostile-did-key");
+    assert.equal(bombs.connections, 16);
+    await bombs.prepare?.(deployment);
+    const spec = bombs.request(0, deployment);
+    assert.ok(spec.body !== undefined && spec.body.length <= DEFAULT_LIMITS.maxBodyBytes);
+    assert.equal(bombs.accept(200, '{"verdict":"UNTRUSTED","errors":[]}', spec), true);
+    assert.equal(bombs.accept(503, '{"error":"work_limit_exceeded","limit":15000}', spec), false);
   });
 
   test("the goal is a 400 MB peak (issue 15)", () => {

@@ -104,6 +104,7 @@ describe("/metrics of a web process", () => {
       "receiptd_cpu_pool_utilization",
       "receiptd_cpu_pool_threads",
       "receiptd_cpu_pool_batched_tasks_total",
+      "receiptd_cpu_pool_abandoned_tasks_total",
       "receiptd_digest_cache_requests_total",
       "receiptd_cap_refusals_total",
       "receiptd_x402_payments_total",

@@ -8,19 +8,15 @@
  * `leased` routes), or an x402 payment. Each request is then charged to one daily bucket —
  * its key, its payer, or the shared anonymous one — and every response that passed carries
  * the bucket's `X-RateLimit-*` headers. The request holds its place in the bucket while it
- * runs, and gets it back in `onSend` when its answer is a refusal (`isChargedStatus`). Paid
+ * runs, and gets it back in `onSend` when its answer is a refusal that reports no work done
+ * (`isChargedAnswer`, work-charged.ts). Paid
  * responses are held in `onSend` until the facilitator has settled them (and the receipt job
  * is durable). `onResponse` writes the content-free audit line.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { dailyCapOf, type KeyStore, presentedKey } from "../../access/api-keys.js";
 import type { AuditLog } from "../../access/audit.js";
-import {
-  type CapStore,
-  capReachedResponse,
-  isChargedStatus,
-  rateLimitHeaders,
-} from "../../access/caps.js";
+import { type CapStore, capReachedResponse, rateLimitHeaders } from "../../access/caps.js";
 import type { EvaluationKeys } from "../../access/evaluation/issuer.js";
 import {
   ANONYMOUS,
@@ -40,6 +36,7 @@ import type { SettlementCall } from "../../payments/settlement-receipt.js";
 import type { ServiceLimits } from "../config.js";
 import { sendAnswer } from "../errors.js";
 import { headerCount } from "../http/connections.js";
+import { isChargedAnswer, isChargedRefusal } from "../work-charged.js";
 import { CORS_PREFLIGHT_ROUTE } from "./cors.js";
 import {
   type AccessRefusal,
@@ -248,7 +245,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     const held = request.capCharge;
     if (held === null) return;
     request.capCharge = null;
-    if (isChargedStatus(reply.statusCode)) return;
+    if (isChargedAnswer(reply)) return;
     try {
       await services.caps.refund(held.bucket, held.nowMs);
     } catch {
@@ -366,7 +363,8 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     if (credential === null || credential.kind !== "payment" || gate === null) return payload;
     // Settle once: a refusal sent below passes through onSend again.
     request.credential = { kind: "none" };
-    if (!credential.used || reply.statusCode >= 400) {
+    // A refusal is settled only when it reports work done (a 2xx always is).
+    if (!credential.used || (reply.statusCode >= 400 && !isChargedAnswer(reply))) {
       await gate.abandon(credential.pending);
       return payload;
     }
@@ -393,6 +391,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
       status: reply.statusCode,
       bytes: Number(reply.getHeader("content-length") ?? 0),
       latencyMs: reply.elapsedTime,
+      chargedRefusal: isChargedRefusal(reply),
     });
   });
 }

@@ -7,8 +7,9 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DocumentStoreUnavailableError } from "../../storage/document-store.js";
-import { CpuPoolOverloadedError } from "../cpu-pool.js";
-import { ERROR_STATUS, type ErrorCode, ServiceError } from "../errors.js";
+import { ClientGoneError, CpuPoolOverloadedError, WorkLimitExceededError } from "../cpu-pool.js";
+import { CHARGED_REFUSALS, ERROR_STATUS, type ErrorCode, ServiceError } from "../errors.js";
+import { chargeWorkDone } from "../work-charged.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
 function isClientError(error: FastifyError): boolean {
@@ -21,10 +22,17 @@ function refuse(reply: FastifyReply, refusal: ServiceError): FastifyReply {
 
 function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   // A refusal, not a fault: nothing to log.
-  if (error instanceof ServiceError) return refuse(reply, error);
+  if (error instanceof ServiceError) {
+    if (CHARGED_REFUSALS.has(error.code)) chargeWorkDone(reply);
+    return refuse(reply, error);
+  }
   if (error instanceof CpuPoolOverloadedError) {
     return refuse(reply.header("retry-after", "1"), new ServiceError("overloaded"));
   }
+  if (error instanceof WorkLimitExceededError) {
+    return refuse(reply, new ServiceError("work_limit_exceeded", { limit: error.limitMs }));
+  }
+  if (error instanceof ClientGoneError) return refuse(reply, new ServiceError("client_closed"));
   // Nothing was half-written (every store write is one atomic statement): retrying is safe.
   if (error instanceof DocumentStoreUnavailableError) {
     return refuse(reply.header("retry-after", "1"), new ServiceError("store_unavailable"));

@@ -88,6 +88,11 @@ export class ResultBudget {
     this.#charge(stringTextBytes(reason));
   }
 
+  /** A whole answer already written (`bytes` of JSON): an MCP `verify_anchor` result. */
+  chargeText(bytes: number): void {
+    this.#charge(bytes);
+  }
+
   #charge(length: number): void {
     this.#spent += length;
     if (this.#spent > this.limit) throw new ResultBudgetExceeded(this.limit);

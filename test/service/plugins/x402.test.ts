@@ -343,6 +343,29 @@ describe("x402 through the local facilitator", () => {
       assert.equal(JSON.parse(expired.body).error, "pass_expired");
     });
 
+    test("an unbound task_hash is settled like a result: one authorization buys one validation", async () => {
+      clock.now = NOW_MS;
+      const unbound = validation().replace(
+        /"task_hash":"sha256:[0-9a-f]{64}"/,
+        `"task_hash":"sha256:${"00".repeat(32)}"`,
+      );
+      const challenge = await call("POST", "/erc8004/validate", {}, unbound);
+      const headers = await paymentHeader(offerOf(challenge, 2, 0), wallet());
+      const uses = [];
+      for (let attempt = 0; attempt < 4; attempt += 1) {
+        uses.push(await call("POST", "/erc8004/validate", headers, unbound));
+      }
+      const [first, ...replays] = uses;
+      assert.equal(first?.status, 422, first?.body);
+      const evaluation = JSON.parse(first?.body ?? "{}") as { error: string; verdict: string };
+      assert.deepEqual([evaluation.error, evaluation.verdict], ["task_hash_unbound", "TRUSTED"]);
+      assert.ok(first?.headers["payment-response"]);
+      for (const replay of replays) {
+        assert.equal(replay.status, 402);
+        assert.equal(JSON.parse(replay.body).error, "nonce_already_used");
+      }
+    });
+
     test("a day pass opens /crystals for 24 hours, then 402", async () => {
       clock.now = NOW_MS;
       const challenge = await call("POST", "/crystals", {}, crystal());

@@ -6,6 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { ANCHOR_DIGEST_PATTERN, anchorId } from "../../../../queues/anchors.js";
 import { DocumentStoreUnavailableError } from "../../../storage/document-store.js";
 import { ServiceError, sendAnswer } from "../../errors.js";
+import { clientGone } from "../../http/client-gone.js";
 import { submitDurably } from "../../http/durable-write.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { transferableBody } from "../../plugins/raw-body.js";
@@ -111,7 +112,9 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
     { schema: postAnchorSchema, config: { access: "keyed" } },
     async (request, reply) => {
       const body = transferableBody(request.body);
-      const prepared = await app.cpuPool.run(prepareAnchorTask, { body }, [body]);
+      const prepared = await app.cpuPool.run(prepareAnchorTask, { body }, [body], {
+        clientGone: clientGone(reply),
+      });
       if (!("kind" in prepared)) return sendAnswer(reply, prepared);
       const { digest } = prepared.job;
       const stored = await submitDurably(request, reply, app.anchorsQueue, {

@@ -1,6 +1,7 @@
 /** `POST /verify-anchor` (service.md §1): the body goes, unparsed, to a worker that answers it. */
 import type { FastifyInstance } from "fastify";
 import { sendAnswer } from "../../errors.js";
+import { clientGone } from "../../http/client-gone.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { anchorResultSchema, verifyAnchorBodySchema } from "./answer.js";
@@ -27,7 +28,12 @@ export async function verifyAnchorRoutes(app: FastifyInstance) {
     { schema: verifyAnchorSchema, config: { access: "keyed" } },
     async (request, reply) => {
       const body = transferableBody(request.body);
-      return sendAnswer(reply, await app.cpuPool.run(verifyAnchorTask, { body }, [body]));
+      return sendAnswer(
+        reply,
+        await app.cpuPool.run(verifyAnchorTask, { body }, [body], {
+          clientGone: clientGone(reply),
+        }),
+      );
     },
   );
 }

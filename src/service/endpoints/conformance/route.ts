@@ -12,6 +12,7 @@ import {
 } from "../../../conformance/grade.js";
 import { submissionSchema } from "../../../conformance/submission.js";
 import { sendAnswer } from "../../errors.js";
+import { clientGone } from "../../http/client-gone.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import type { ConformanceTask } from "./answer.js";
@@ -121,7 +122,10 @@ export async function conformanceRoutes(app: FastifyInstance) {
     async (request, reply) => {
       const body = transferableBody(request.body);
       const task: ConformanceTask = { body };
-      return sendAnswer(reply, await app.cpuPool.run(conformanceTask, task, [body]));
+      return sendAnswer(
+        reply,
+        await app.cpuPool.run(conformanceTask, task, [body], { clientGone: clientGone(reply) }),
+      );
     },
   );
 }

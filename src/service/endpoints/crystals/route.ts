@@ -24,6 +24,7 @@ import {
 } from "../../../crystals/store.js";
 import { DocumentStoreUnavailableError } from "../../../storage/document-store.js";
 import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
+import { clientGone } from "../../http/client-gone.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
@@ -239,7 +240,9 @@ export async function crystalRoutes(app: FastifyInstance) {
         body,
         maxCiphertextBytes: limits.maxCrystalCiphertextBytes,
       };
-      const answer = await app.cpuPool.run(prepareCrystalTask, task, [body]);
+      const answer = await app.cpuPool.run(prepareCrystalTask, task, [body], {
+        clientGone: clientGone(reply),
+      });
       if (answer.kind === "reply") return sendAnswer(reply, answer);
       const crystal: PreparedCrystal = answer;
       let outcome: StoreOutcome;
@@ -283,7 +286,7 @@ export async function crystalRoutes(app: FastifyInstance) {
         return storeUnavailable(reply);
       }
       const task: CrystalLineageTask = { kind: "lineage", tenantHash, summaries };
-      const json = await app.cpuPool.run(lineageTask, task);
+      const json = await app.cpuPool.run(lineageTask, task, [], { clientGone: clientGone(reply) });
       return sendAnswer(reply, { statusCode: 200, json });
     },
   );

@@ -13,7 +13,8 @@
  *   `receiptHash`: `422 bundle_not_canonicalizable`, before any verification;
  * - a task_hash that binds to nothing is `422 task_hash_unbound` with the whole evaluation,
  *   but `attestation` is null: the service does not sign for a request its bundle does not
- *   answer;
+ *   answer. The evaluation is work delivered, so the refusal is charged and settled like a
+ *   200 (`CHARGED_REFUSALS`, issue 22): otherwise one x402 authorization bought any number;
  * - `binding` names the rule that bound the task_hash (or null), after `checks`;
  * - the evaluation carries the whole verdict, so it has `POST /verify`'s result budget:
  *   `400 result_too_large` when its errors and reasons would pass `maxResultBytes`.

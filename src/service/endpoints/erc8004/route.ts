@@ -5,6 +5,7 @@ import { ATTESTATION_DOMAIN_NAME, ATTESTATION_PRIMARY_TYPE } from "../../../erc8
 import { BINDING_RULES } from "../../../erc8004/binding.js";
 import { VERDICTS } from "../../../verifier/bundle/result.js";
 import { sendAnswer } from "../../errors.js";
+import { clientGone } from "../../http/client-gone.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { type Erc8004Task, validateBodySchema } from "./answer.js";
@@ -144,7 +145,10 @@ export async function erc8004Routes(app: FastifyInstance) {
     async (request, reply) => {
       const body = transferableBody(request.body);
       const task: Erc8004Task = { body };
-      return sendAnswer(reply, await app.cpuPool.run(validateTask, task, [body]));
+      return sendAnswer(
+        reply,
+        await app.cpuPool.run(validateTask, task, [body], { clientGone: clientGone(reply) }),
+      );
     },
   );
 }

@@ -83,6 +83,8 @@ export type McpAnswer =
        * settled, and its receipt names this call.
        */
       toolCall: ToolCall | null;
+      /** A refusal after real work (`result_too_large`): charged like a result (issue 22). */
+      charged?: true;
     };
 
 /** What a settlement receipt records of a paid `tools/call` (settlement-receipt.ts). */
@@ -223,7 +225,12 @@ function callTool(
       const answer = answerVerifyAnchor(args);
       const failed = answer.statusCode !== 200;
       const payload = failed ? answer.payload : { ...answer.payload, service: SERVICE_NAME };
-      return { json: resultResponse(idJson(id), toolResult(dumpCompact(payload), failed)) };
+      const json = resultResponse(idJson(id), toolResult(dumpCompact(payload), failed));
+      // A proof's answer lists every leaf (twice: as text and as structured content), so a
+      // batch of them is charged to the body's result budget as a batch of verdicts is
+      // (issue 22, finding 9): the whole response, as it will be sent.
+      budget.chargeText(Buffer.byteLength(json));
+      return { json };
     }
     case "get_revocations":
       return { revocations: { id: idJson(id), issuer: args.get("issuer") as string } };
@@ -341,12 +348,14 @@ export function answerMcpRequest(
   } catch (error) {
     if (!(error instanceof ResultBudgetExceeded)) throw error;
     const single = !batch && messages[0]?.kind === "request" ? messages[0].id : null;
-    return refused(
+    const refusal = refused(
       JSON_RPC_ERRORS.invalidRequest,
       `Invalid Request: the verdicts would hold more than ${error.limit} bytes of errors and reasons`,
       resultTooLarge(error.limit),
       single,
     );
+    // The tool calls ran until the budget stopped them: work done, charged and settled.
+    return refusal.kind === "reply" ? { ...refusal, toolCall, charged: true } : refusal;
   }
   if (parts.length === 0) return { kind: "accepted" };
   const statusCode = !batch && messages[0]?.kind === "invalid" ? 400 : 200;

@@ -9,10 +9,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { dumpCompact } from "../../../verifier/json/dump.js";
 import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
+import { clientGone } from "../../http/client-gone.js";
 import { ifNoneMatchMatches, strongEtag } from "../../http/stored-document.js";
 import { keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
+import { chargeWorkDone } from "../../work-charged.js";
 import { revocationDocumentCheckOn } from "../revocations/documents.js";
 import type { McpReplyPart, McpTask } from "./answer.js";
 import { answerGetRevocations } from "./get-revocations.js";
@@ -80,8 +82,8 @@ const mcpPostSchema = {
       description:
         "-32700 parse error, -32600 invalid message or refused batch, -32000 unsupported " +
         'MCP-Protocol-Version; -32600 with `data: {error: "result_too_large", limit}` when ' +
-        "the verify_bundle verdicts of the body (one message or a whole batch) would take more " +
-        "than `max_result_bytes` (GET /info) of errors and reasons",
+        "the verify_bundle verdicts (errors and reasons) and verify_anchor results of the body " +
+        "(one message or a whole batch) would take more than `max_result_bytes` (GET /info)",
     },
     // The refusals of `keyedAccess` for a `tools/call` (service.md §9). Open schemas, so that
     // whatever body the access decision carries (an x402 challenge, say) is sent in full.
@@ -195,7 +197,9 @@ export async function mcpRoutes(app: FastifyInstance) {
         protocolVersion: headerValue(request, "mcp-protocol-version") ?? null,
         keyedAccess: access.granted,
       };
-      const answer = await app.cpuPool.run(mcpTask, task, [body]);
+      const answer = await app.cpuPool.run(mcpTask, task, [body], {
+        clientGone: clientGone(reply),
+      });
       if (answer.kind === "denied") {
         if (access.granted) throw new Error("the MCP worker denied a granted request");
         const { refusal } = access;
@@ -203,6 +207,7 @@ export async function mcpRoutes(app: FastifyInstance) {
       }
       if (answer.kind === "accepted") return reply.code(202).send();
       if (answer.toolCall !== null) markKeyedWorkDone(request, answer.toolCall);
+      if (answer.charged) chargeWorkDone(reply);
       const parts = await Promise.all(answer.parts.map(replyPart));
       return reply
         .code(answer.statusCode)

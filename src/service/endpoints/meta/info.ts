@@ -108,7 +108,14 @@ const infoSchema = {
               type: "integer",
               description:
                 "bytes of errors and reasons the verdicts of one request (POST /verify, one " +
-                "POST /mcp body, POST /erc8004/validate) may hold; above it 400 result_too_large",
+                "POST /mcp body, POST /erc8004/validate) may hold, verify_anchor results of " +
+                "one POST /mcp body included; above it 400 result_too_large",
+            },
+            cpu_task_deadline_ms: {
+              type: "integer",
+              description:
+                "milliseconds one request's CPU work may take, waiting for a thread included; " +
+                "past it the work is stopped and the answer is 503 work_limit_exceeded",
             },
             digest_cache: looseObject,
           },
@@ -227,6 +234,7 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
         max_body_bytes: limits.maxBodyBytes,
         max_batch: limits.maxBatch,
         max_result_bytes: limits.maxResultBytes,
+        cpu_task_deadline_ms: app.serviceConfig.cpuPool.taskDeadlineMs,
         digest_cache: {
           opt_in: "?cache=1",
           ttl_s: limits.digestCacheTtlSeconds,

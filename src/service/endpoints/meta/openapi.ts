@@ -256,7 +256,8 @@ function derivedCodes(path: string, facts: RouteFacts, payments: boolean): Error
     }
   }
   if (access === "internal") codes.push("internal_token_required", "loopback_only");
-  if (facts.hasBody) codes.push("invalid_json", "body_too_large", "overloaded");
+  if (facts.hasBody)
+    codes.push("invalid_json", "body_too_large", "overloaded", "work_limit_exceeded");
   return codes;
 }
 

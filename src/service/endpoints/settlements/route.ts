@@ -6,6 +6,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { answer, sendAnswer } from "../../errors.js";
+import { clientGone } from "../../http/client-gone.js";
 import { submitDurably } from "../../http/durable-write.js";
 import type { InternalToken } from "../../internal-token.js";
 import { INTERNAL_TOKEN_HEADER, registerInternalAccess } from "../../plugins/internal-access.js";
@@ -92,7 +93,9 @@ export async function paymentReceiptRoutes(
     async (request, reply) => {
       const body = transferableBody(request.body);
       const task: PaymentReceiptTask = { body };
-      const prepared = await app.cpuPool.run(paymentReceiptTask, task, [body]);
+      const prepared = await app.cpuPool.run(paymentReceiptTask, task, [body], {
+        clientGone: clientGone(reply),
+      });
       if (prepared.kind === "reply") return sendAnswer(reply, prepared);
       const { tx } = prepared.job;
       const stored = await submitDurably(request, reply, app.settlementsQueue, {

@@ -2,6 +2,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { sendAnswer } from "../../errors.js";
+import { clientGone } from "../../http/client-gone.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { type VerifyReceiptTask, verifyReceiptBodySchema } from "./answer.js";
@@ -54,7 +55,10 @@ export async function verifyReceiptRoutes(app: FastifyInstance) {
     async (request, reply) => {
       const body = transferableBody(request.body);
       const task: VerifyReceiptTask = { body };
-      return sendAnswer(reply, await app.cpuPool.run(verifyReceiptTask, task, [body]));
+      return sendAnswer(
+        reply,
+        await app.cpuPool.run(verifyReceiptTask, task, [body], { clientGone: clientGone(reply) }),
+      );
     },
   );
 }

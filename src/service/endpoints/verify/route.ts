@@ -3,6 +3,7 @@
 import type { FastifyInstance } from "fastify";
 import { type CachedVerdict, digestCacheKey } from "../../../cache/digest-cache.js";
 import { sendAnswer } from "../../errors.js";
+import { clientGone } from "../../http/client-gone.js";
 import { rawBody, transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { verdictBatchSchema, verdictPayloadSchema } from "../../schemas/verdict.js";
@@ -106,7 +107,9 @@ export async function verifyRoutes(app: FastifyInstance) {
       }
       const body = transferableBody(raw);
       const task: VerifyTask = { body, requireAnchor, receipt, cache };
-      const outcome = await app.cpuPool.run(verifyTask, task, [body]);
+      const outcome = await app.cpuPool.run(verifyTask, task, [body], {
+        clientGone: clientGone(reply),
+      });
       app.metrics.countVerdicts(outcome.verdicts);
       if ("cacheable" in outcome) {
         if (cacheKey !== null) await remember(app, cacheKey, outcome.cacheable);

@@ -1,0 +1,25 @@
+/**
+ * Which answers are charged (docs/access-decisions.md, "What is charged"): a result (2xx,
+ * `isChargedStatus`), or a refusal that reports work done (`CHARGED_REFUSALS` in errors.ts),
+ * which the route marks here as it sends it. Caps, x402 settlement and the audit line (hence
+ * billing) all read `isChargedAnswer`, so they cannot disagree.
+ */
+import type { FastifyReply } from "fastify";
+import { isChargedStatus } from "../access/caps.js";
+
+const workDone = new WeakSet<FastifyReply>();
+
+/** `reply` carries a refusal after real work: charge it like a result. */
+export function chargeWorkDone(reply: FastifyReply): void {
+  workDone.add(reply);
+}
+
+/** Whether the answer `reply` carries is charged: to its cap, to its payer, on the bill. */
+export function isChargedAnswer(reply: FastifyReply): boolean {
+  return isChargedStatus(reply.statusCode) || workDone.has(reply);
+}
+
+/** Whether `reply` is a refusal charged for its work (the audit line says so). */
+export function isChargedRefusal(reply: FastifyReply): boolean {
+  return !isChargedStatus(reply.statusCode) && workDone.has(reply);
+}
