@@ -65,6 +65,8 @@ export function createAccessServices(
     defaultDailyCap: config.limits.keyDailyCap,
     now: clock,
   });
+  // One key names every per-address counter: the anonymous shares and the evaluation keys'.
+  const addressKey = dependencies.internalToken.deriveKey(ADDRESS_KEY_INFO);
   const evaluation =
     config.evaluationKeys === null
       ? null
@@ -74,7 +76,7 @@ export function createAccessServices(
           caps,
           ledger: dependencies.challenges,
           challengeKey: dependencies.internalToken.deriveKey(CHALLENGE_KEY_INFO),
-          addressKey: dependencies.internalToken.deriveKey(ADDRESS_KEY_INFO),
+          addressKey,
           clock,
         });
   return {
@@ -84,6 +86,7 @@ export function createAccessServices(
     payments,
     audit,
     limits: config.limits,
+    addressKey,
     passIssuers: () => [identity.signer().did],
     clock,
     async close() {

@@ -160,7 +160,15 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Access and limits",
     default: String(DEFAULT_LIMITS.anonymousDailyCap),
     meaning:
-      "Keyless calls (reads, metadata, MCP discovery) per day, shared by all anonymous callers.",
+      "Keyless calls (reads, metadata, MCP discovery) per day, shared by all anonymous callers: the backstop behind the per-address shares.",
+    processes: SERVE,
+  },
+  {
+    name: "ANON_ADDRESS_DAILY_CAP",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.anonymousAddressDailyCap),
+    meaning:
+      "Keyless calls per day of one client address (IPv6: one /64), out of `ANON_DAILY_CAP`; then `429 daily_cap_reached` for that address only. Behind a proxy it needs `TRUST_PROXY`, or every client is the proxy's one address.",
     processes: SERVE,
   },
   {
@@ -204,7 +212,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Access and limits",
     default: "unset (the socket's peer is the client)",
     meaning:
-      "The proxies whose `X-Forwarded-For` names the client's address (for the evaluation keys' per-address limit): a comma-separated list of addresses, CIDR ranges, `loopback`, `linklocal`, `uniquelocal`; the client is the nearest address in the header that is not one of them. Also lets those proxies' `X-Forwarded-Proto`/`-Host` name the origin of the MCP server card.",
+      "The proxies whose `X-Forwarded-For` names the client's address (for the per-address shares: anonymous calls, evaluation keys, x402 signature checks): a comma-separated list of addresses, CIDR ranges, `loopback`, `linklocal`, `uniquelocal`; the client is the nearest address in the header that is not one of them. Also lets those proxies' `X-Forwarded-Proto`/`-Host` name the origin of the MCP server card.",
     processes: SERVE,
     example: "10.0.0.0/8",
   },

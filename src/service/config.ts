@@ -35,6 +35,11 @@ export interface ServiceLimits {
   digestCacheTtlSeconds: number;
   digestCacheMaxEntries: number;
   anonymousDailyCap: number;
+  /**
+   * `ANON_ADDRESS_DAILY_CAP`: the share of the anonymous cap one client address (IPv6: one
+   * /64) may spend per day; the anonymous cap stays the backstop for all of them together.
+   */
+  anonymousAddressDailyCap: number;
   keyDailyCap: number;
   x402PayerDailyCap: number;
   leaseSeconds: number;
@@ -228,6 +233,8 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   digestCacheTtlSeconds: 900,
   digestCacheMaxEntries: 256,
   anonymousDailyCap: 2000,
+  // A tenth of the pool: one address cannot spend it, ten distinct ones would have to.
+  anonymousAddressDailyCap: 200,
   keyDailyCap: 1000,
   x402PayerDailyCap: 1000,
   leaseSeconds: 300,
@@ -319,6 +326,10 @@ function limitsFrom(env: Env): ServiceLimits {
       1024 * MIB,
     ),
     anonymousDailyCap: cap("ANON_DAILY_CAP", DEFAULT_LIMITS.anonymousDailyCap),
+    anonymousAddressDailyCap: cap(
+      "ANON_ADDRESS_DAILY_CAP",
+      DEFAULT_LIMITS.anonymousAddressDailyCap,
+    ),
     keyDailyCap: cap("KEY_DAILY_CAP", DEFAULT_LIMITS.keyDailyCap),
     x402PayerDailyCap: cap("X402_DAILY_CAP", DEFAULT_LIMITS.x402PayerDailyCap),
   };

@@ -111,6 +111,16 @@ const infoSchema = {
                 "POST /mcp body, POST /erc8004/validate) may hold; above it 400 result_too_large",
             },
             digest_cache: looseObject,
+            anonymous: {
+              type: "object",
+              description:
+                "keyless calls per UTC day: each client address's share, and the cap behind all shares",
+              properties: {
+                daily_cap: { type: "integer" },
+                per_address_daily_cap: { type: "integer" },
+                address: { type: "string" },
+              },
+            },
           },
         },
         evaluation_keys: evaluationTermsSchema,
@@ -233,6 +243,11 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
           max_entries: limits.digestCacheMaxEntries,
           stores: "verdict payloads only, in memory (Redis when distributed); never on disk",
         },
+        anonymous: {
+          daily_cap: limits.anonymousDailyCap,
+          per_address_daily_cap: limits.anonymousAddressDailyCap,
+          address: "an IPv4 address or an IPv6 /64, as seen through TRUST_PROXY",
+        },
       },
       payments: paymentsInfo(app.serviceConfig.payments.settings),
       evaluation_keys: evaluationTerms(app.accessServices.evaluation),
@@ -241,8 +256,9 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
         logs: "request id, method, route template, status, latency; no query strings or IPs",
         digest_cache: "opt-in per request; without ?cache=1 nothing about a request is kept",
         client_addresses:
-          "never logged or stored; issuing an evaluation key counts against a keyed hash of " +
-          "the address (IPv6: of its /64), dropped once the UTC day is over",
+          "never logged or stored; keyless calls and evaluation keys count against keyed " +
+          "hashes of the address (IPv6: of its /64) and, for evaluation keys, of its /24 " +
+          "(IPv6: /48), dropped once the UTC day is over",
       },
     };
   };
