@@ -33,6 +33,12 @@ export interface CapStore {
    * place while it runs, so requests that are all still running can never exceed the cap.
    */
   refund(bucket: string, nowMs: number): Promise<void>;
+  /**
+   * Requests counted for `bucket` on the UTC day of `nowMs`, without counting one (0 for a
+   * bucket not counted that day). A reading, not a reservation: it may be stale by the time it
+   * is used, so it may steer a cost (the evaluation keys' difficulty) but never admit anyone.
+   */
+  count(bucket: string, nowMs: number): Promise<number>;
   close(): Promise<void>;
 }
 

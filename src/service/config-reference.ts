@@ -249,6 +249,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     processes: SERVE,
   },
   {
+    name: "EVALUATION_KEYS_PER_NETWORK",
+    group: "Evaluation keys",
+    default: String(DEFAULT_EVALUATION_KEYS.perNetworkDaily),
+    meaning:
+      "Evaluation keys the addresses of one network (IPv4 /24, IPv6 /48) may obtain together per UTC day; then `429 evaluation_limit_reached`.",
+    processes: SERVE,
+  },
+  {
     name: "EVALUATION_KEYS_PER_DAY",
     group: "Evaluation keys",
     default: String(DEFAULT_EVALUATION_KEYS.perDay),
@@ -261,7 +269,15 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Evaluation keys",
     default: String(DEFAULT_EVALUATION_KEYS.powBits),
     meaning:
-      "Difficulty of the proof of work (0–32): leading zero bits of SHA-256(challenge ‖ nonce); each bit doubles the client's work (16: about 65,000 hashes on average, around half a second of JavaScript SHA-256 on a laptop).",
+      "Difficulty of the proof of work (0–32): leading zero bits of SHA-256(challenge ‖ nonce); each bit doubles the client's work (16: about 65,000 hashes on average, around half a second of JavaScript SHA-256 on a laptop). The day's first challenges; later ones are harder (`EVALUATION_POW_RAMP_BITS`).",
+    processes: SERVE,
+  },
+  {
+    name: "EVALUATION_POW_RAMP_BITS",
+    group: "Evaluation keys",
+    default: String(DEFAULT_EVALUATION_KEYS.powRampBits),
+    meaning:
+      "Bits the difficulty rises by as the day's issuance fills: a challenge asks `EVALUATION_POW_BITS + floor(ramp × issued today / EVALUATION_KEYS_PER_DAY)` bits (at most 32), and says so. 0 keeps it fixed.",
     processes: SERVE,
   },
   // Payments

@@ -113,18 +113,30 @@ export interface EvaluationKeysConfig {
   ttlHours: number;
   /** `EVALUATION_KEYS_PER_ADDRESS`: keys per client address (IPv6: per /64) per UTC day. */
   perAddressDaily: number;
+  /**
+   * `EVALUATION_KEYS_PER_NETWORK`: keys per network (IPv4 /24, IPv6 /48) per UTC day, so that
+   * the addresses of one site or block share a limit as well as each its own.
+   */
+  perNetworkDaily: number;
   /** `EVALUATION_KEYS_PER_DAY`: keys issued per UTC day, all clients together. */
   perDay: number;
-  /** `EVALUATION_POW_BITS`: leading zero bits the proof of work must reach. */
+  /** `EVALUATION_POW_BITS`: leading zero bits the proof of work must reach (the day's first). */
   powBits: number;
+  /**
+   * `EVALUATION_POW_RAMP_BITS`: bits added to `powBits` as the day's issuance fills, in equal
+   * steps: `powBits + floor(rampBits × issued / perDay)`, at most 32.
+   */
+  powRampBits: number;
 }
 
 export const DEFAULT_EVALUATION_KEYS: Readonly<EvaluationKeysConfig> = {
   keyDailyCap: 100,
   ttlHours: 24,
   perAddressDaily: 2,
+  perNetworkDaily: 8,
   perDay: 200,
   powBits: 16,
+  powRampBits: 8,
 };
 
 /**
@@ -352,8 +364,16 @@ function evaluationKeysFrom(env: Env): EvaluationKeysConfig | null {
       1,
       1_000_000,
     ),
+    perNetworkDaily: integerFrom(
+      env,
+      "EVALUATION_KEYS_PER_NETWORK",
+      defaults.perNetworkDaily,
+      1,
+      1_000_000,
+    ),
     perDay: integerFrom(env, "EVALUATION_KEYS_PER_DAY", defaults.perDay, 1, 100_000_000),
     powBits: integerFrom(env, "EVALUATION_POW_BITS", defaults.powBits, 0, 32),
+    powRampBits: integerFrom(env, "EVALUATION_POW_RAMP_BITS", defaults.powRampBits, 0, 32),
   };
 }
 

@@ -176,6 +176,21 @@ export function capStoreContract(name: string, open: () => Promise<CapStoreFixtu
       assert.equal(kept + more, 10);
     });
 
+    test("count reads a day's counter without counting", async () => {
+      const now = at("2026-11-21T16:00:00Z");
+      assert.equal(await store.count("key:counted", now), 0);
+      await store.consume("key:counted", 5, now);
+      await store.consume("key:counted", 5, now);
+      assert.equal(await store.count("key:counted", now), 2);
+      assert.equal(await store.count("key:counted", now), 2);
+      await store.refund("key:counted", now);
+      assert.equal(await store.count("key:counted", now), 1);
+      // Refusals are not counted, and another day is another counter.
+      await store.consume("key:counted", 1, now);
+      assert.equal(await store.count("key:counted", now), 1);
+      assert.equal(await store.count("key:counted", at("2026-11-22T16:00:00Z")), 0);
+    });
+
     test("shares of a pool: a client over its share spends nothing of the pool", async () => {
       const now = at("2026-11-21T14:00:00Z");
       const charges = (client: string) => [

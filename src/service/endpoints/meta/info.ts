@@ -194,7 +194,7 @@ export interface InfoRoutesOptions {
 export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOptions) {
   const { limits } = app.serviceConfig;
   let endpoints: Record<string, string> | undefined;
-  const info = () => {
+  const info = async () => {
     endpoints ??= endpointsOf(app.swagger() as OpenApiDocument);
     const issuer = app.serviceIdentity.signer().did;
     return {
@@ -250,7 +250,7 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
         },
       },
       payments: paymentsInfo(app.serviceConfig.payments.settings),
-      evaluation_keys: evaluationTerms(app.accessServices.evaluation),
+      evaluation_keys: await evaluationTerms(app.accessServices.evaluation),
       privacy: {
         request_bodies: "never logged or stored, except documents you ask to host (anchors)",
         logs: "request id, method, route template, status, latency; no query strings or IPs",
