@@ -186,6 +186,22 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     processes: SERVE,
   },
   {
+    name: "X402_SIGNATURE_CHECKS_PER_ADDRESS",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.x402SignatureChecksPerAddress),
+    meaning:
+      "x402 payment signatures one client address (IPv6: one /64) may have recovered per second, in bursts of up to twice as many; beyond it `429 payment_rate_limited` before any hashing. Payments that fail the cheap checks (amount, payTo, network, asset, window) never count.",
+    processes: SERVE,
+  },
+  {
+    name: "X402_SIGNATURE_CHECKS_PER_SECOND",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.x402SignatureChecksPerSecond),
+    meaning:
+      "x402 payment signatures this process recovers per second, all clients together (about 2 ms of main-thread CPU each); beyond it `503 overloaded`.",
+    processes: SERVE,
+  },
+  {
     name: "MAX_BODY_BYTES",
     group: "Access and limits",
     default: String(DEFAULT_LIMITS.maxBodyBytes),

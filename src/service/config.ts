@@ -42,6 +42,14 @@ export interface ServiceLimits {
   anonymousAddressDailyCap: number;
   keyDailyCap: number;
   x402PayerDailyCap: number;
+  /**
+   * `X402_SIGNATURE_CHECKS_PER_ADDRESS`: payment signatures one client address (IPv6: /64)
+   * may make this process recover per second (bursts of twice as many); beyond it `429
+   * payment_rate_limited` before any hashing.
+   */
+  x402SignatureChecksPerAddress: number;
+  /** `X402_SIGNATURE_CHECKS_PER_SECOND`: the same for the whole process; beyond it 503. */
+  x402SignatureChecksPerSecond: number;
   leaseSeconds: number;
   dayPassSeconds: number;
 }
@@ -249,6 +257,9 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   anonymousAddressDailyCap: 200,
   keyDailyCap: 1000,
   x402PayerDailyCap: 1000,
+  // About 2 ms of main-thread CPU each: one client at most 2% of the thread, all of them 20%.
+  x402SignatureChecksPerAddress: 10,
+  x402SignatureChecksPerSecond: 100,
   leaseSeconds: 300,
   dayPassSeconds: 86_400,
 };
@@ -344,6 +355,20 @@ function limitsFrom(env: Env): ServiceLimits {
     ),
     keyDailyCap: cap("KEY_DAILY_CAP", DEFAULT_LIMITS.keyDailyCap),
     x402PayerDailyCap: cap("X402_DAILY_CAP", DEFAULT_LIMITS.x402PayerDailyCap),
+    x402SignatureChecksPerAddress: integerFrom(
+      env,
+      "X402_SIGNATURE_CHECKS_PER_ADDRESS",
+      DEFAULT_LIMITS.x402SignatureChecksPerAddress,
+      1,
+      1_000_000,
+    ),
+    x402SignatureChecksPerSecond: integerFrom(
+      env,
+      "X402_SIGNATURE_CHECKS_PER_SECOND",
+      DEFAULT_LIMITS.x402SignatureChecksPerSecond,
+      1,
+      1_000_000,
+    ),
   };
 }
 

@@ -126,6 +126,7 @@ export const ERROR_STATUS = {
   daily_cap_reached: 429,
   evaluation_limit_reached: 429,
   evaluation_keys_exhausted: 429,
+  payment_rate_limited: 429,
   headers_too_large: 431,
   // 5xx: the service, or what it depends on, cannot answer now.
   internal_error: 500,

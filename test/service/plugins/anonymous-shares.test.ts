@@ -5,40 +5,15 @@
  * the backstop for all of them together.
  */
 import assert from "node:assert/strict";
-import { request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { keysUnder, openTestRedis, randomPrefix, SHARED_REDIS_URL } from "../../redis/support.js";
+import { requestFrom } from "../support/from-address.js";
 import { startTestService, type TestService } from "../support/service.js";
 
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
 /** One keyless GET on a fresh connection from `localAddress`. */
-function getFrom(port: number, localAddress: string, path: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const outgoing = request(
-      { host: "127.0.0.1", port, path, localAddress, agent: false, method: "GET" },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (chunk: Buffer) => chunks.push(chunk));
-        response.on("end", () =>
-          resolve({
-            status: response.statusCode ?? 0,
-            headers: response.headers,
-            body: Buffer.concat(chunks).toString("utf8"),
-          }),
-        );
-        response.on("error", reject);
-      },
-    );
-    outgoing.on("error", reject);
-    outgoing.end();
-  });
-}
+const getFrom = (port: number, localAddress: string, path: string) =>
+  requestFrom(port, localAddress, { path });
 
 const SHARE = 3;
 const CAP = 8;
