@@ -228,7 +228,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Access and limits",
     default: "unset (the socket's peer is the client)",
     meaning:
-      "The proxies whose `X-Forwarded-For` names the client's address (for the per-address shares: anonymous calls, evaluation keys, x402 signature checks): a comma-separated list of addresses, CIDR ranges, `loopback`, `linklocal`, `uniquelocal`; the client is the nearest address in the header that is not one of them. Also lets those proxies' `X-Forwarded-Proto`/`-Host` name the origin of the MCP server card.",
+      "The proxies whose `X-Forwarded-For` names the client's address: a comma-separated list of addresses, CIDR ranges, `loopback`, `linklocal`, `uniquelocal`; the client is the nearest address in the header that is not one of them. Set it behind a balancer or reverse proxy: the per-address shares (anonymous calls, evaluation keys, x402 signature checks) count by client address, and unset behind a proxy every client is the proxy's one address (docs/operations.md, \"Behind a load balancer\"). Never wider than the proxies: a trusted range lets its clients pick their address. Also lets those proxies' `X-Forwarded-Proto`/`-Host` name the origin of the MCP server card.",
     processes: SERVE,
     example: "10.0.0.0/8",
   },
