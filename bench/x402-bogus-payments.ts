@@ -4,7 +4,8 @@
  * admitted, costs EIP-712 hashing and ecrecover on the main thread) at a fixed rate, open
  * loop, from a child process; meanwhile one honest client verifies a bundle with an API key,
  * closed loop. Reported: the honest `POST /verify` latency alone and during the attack, the
- * attack's achieved rate and its answers.
+ * attack's achieved rate and its answers, and the web process's CPU time during the attack
+ * (the steadier figure on a shared machine).
  *
  *   node --import tsx bench/x402-bogus-payments.ts [--rate 500] [--seconds 10]
  *        [--checkout /path/to/other/build ...] [--no-local]
@@ -212,6 +213,13 @@ async function honest(origin: string, apiKey: string, seconds: number) {
   return `p50 ${result.latencyMs.p50.toFixed(1)} ms, p95 ${result.latencyMs.p95.toFixed(1)} ms, ${result.requests} requests, ${result.errors} errors`;
 }
 
+/** CPU seconds the process has used so far (user + system, from /proc; 100 ticks a second). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 async function measure(label: string, checkout: string | undefined, rate: number, seconds: number) {
   const service = await startServiceProcess({
     distributed: false,
@@ -223,11 +231,13 @@ async function measure(label: string, checkout: string | undefined, rate: number
     const poolFile = join(scratch, "pool.json");
     writeFileSync(poolFile, JSON.stringify(await bogusPayments(service.origin)));
     const alone = await honest(service.origin, service.apiKey, Math.min(5, seconds));
+    const cpuBefore = cpuSeconds(service.pids.web);
     const attacking = startAttack(service.origin, poolFile, rate, seconds + 1.5);
     // Let the attack reach its rate before measuring.
     await new Promise((resolve) => setTimeout(resolve, 500));
     const during = await honest(service.origin, service.apiKey, seconds);
     const report = await attacking;
+    const cpuDuring = cpuSeconds(service.pids.web) - cpuBefore;
     console.log(`\n${label}`);
     console.log(`  honest POST /verify alone:          ${alone}`);
     console.log(`  honest POST /verify during attack:  ${during}`);
@@ -237,6 +247,9 @@ async function measure(label: string, checkout: string | undefined, rate: number
       )
         .map(([status, count]) => `${status} ×${count}`)
         .join(", ")}`,
+    );
+    console.log(
+      `  web process CPU during the attack (main thread and workers, honest load included): ${cpuDuring.toFixed(1)} s in ${report.seconds.toFixed(1)} s`,
     );
   } finally {
     rmSync(scratch, { recursive: true, force: true });
