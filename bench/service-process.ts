@@ -25,6 +25,11 @@ export interface ServiceProcessOptions {
   env?: Record<string, string>;
   /** Extra Node.js options for the long-running processes (e.g. `--cpu-prof`), not the CLI. */
   nodeOptions?: string[];
+  /**
+   * The root of another checkout whose `dist/` is built (`npm run build`): run its receiptd
+   * instead of this one, to measure a landed build side by side with this one.
+   */
+  checkout?: string;
 }
 
 export interface ServiceProcess {
@@ -83,8 +88,8 @@ async function freePort(): Promise<number> {
   });
 }
 
-function runCli(args: string[], env: NodeJS.ProcessEnv): string {
-  const result = spawnSync(process.execPath, [...NODE_ARGS, ...args], { env, encoding: "utf8" });
+function runCli(args: string[], env: NodeJS.ProcessEnv, script: string[] = NODE_ARGS): string {
+  const result = spawnSync(process.execPath, [...script, ...args], { env, encoding: "utf8" });
   if (result.status !== 0) {
     throw new Error(`receiptd ${args.join(" ")} failed: ${result.stderr || result.stdout}`);
   }
@@ -185,6 +190,10 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     env.DATABASE_URL = options.databaseUrl ?? DEFAULT_DATABASE_URL;
     env.DATABASE_SCHEMA = `receiptd_bench_${runId}`;
   }
+  const script =
+    options.checkout === undefined
+      ? NODE_ARGS
+      : [join(options.checkout, "dist", "src", "cli", "receiptd.js")];
   const children: ChildProcess[] = [];
   const stop = async () => {
     await Promise.all(children.map(stopChild));
@@ -195,22 +204,33 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     }
   };
   try {
-    const created = JSON.parse(runCli(["keys", "create", "--name", "bench", "--json"], env)) as {
+    const created = JSON.parse(
+      runCli(["keys", "create", "--name", "bench", "--json"], env, script),
+    ) as {
       key: string;
     };
     // The token file is made here, so the harness knows it before the service starts.
     const internalToken = randomBytes(32).toString("hex");
     writeFileSync(join(dataDir, "internal.token"), internalToken, { mode: 0o600 });
-    const web = startChild(["serve"], env, join(dataDir, "web.log"), [
-      ...startScriptNodeOptions(),
-      ...(options.nodeOptions ?? []),
-    ]);
+    const web = startChild(
+      ["serve"],
+      env,
+      join(dataDir, "web.log"),
+      [...startScriptNodeOptions(), ...(options.nodeOptions ?? [])],
+      script,
+    );
     children.push(web);
     const origin = `http://127.0.0.1:${port}`;
     await waitUntilHealthy(origin, web, join(dataDir, "web.log"));
     let worker: ChildProcess | undefined;
     if (options.distributed) {
-      worker = startChild(["worker"], env, join(dataDir, "worker.log"), options.nodeOptions);
+      worker = startChild(
+        ["worker"],
+        env,
+        join(dataDir, "worker.log"),
+        options.nodeOptions,
+        script,
+      );
       children.push(worker);
     }
     return {

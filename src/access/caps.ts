@@ -33,6 +33,12 @@ export interface CapStore {
    * place while it runs, so requests that are all still running can never exceed the cap.
    */
   refund(bucket: string, nowMs: number): Promise<void>;
+  /**
+   * Requests counted for `bucket` on the UTC day of `nowMs`, without counting one (0 for a
+   * bucket not counted that day). A reading, not a reservation: it may be stale by the time it
+   * is used, so it may steer a cost (the evaluation keys' difficulty) but never admit anyone.
+   */
+  count(bucket: string, nowMs: number): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -76,6 +82,76 @@ export function decide(countBefore: number, limit: number, nowMs: number): CapDe
     remaining: Math.max(0, limit - counted),
     resetSeconds: secondsToUtcMidnight(nowMs),
   };
+}
+
+/** One bucket a request is counted against, with its cap. */
+export interface CapCharge {
+  bucket: string;
+  limit: number;
+}
+
+/** The outcome of counting one request against several buckets at once. */
+export interface SharedCapDecision {
+  /**
+   * The decision the client is shown: when refused, the refusing bucket's; when allowed, the
+   * bucket with the fewest requests left (the one that will refuse first).
+   */
+  decision: CapDecision;
+  /** Index in `charges` of the bucket that refused, or null when every one allowed. */
+  refusedBy: number | null;
+}
+
+/**
+ * Counts one request against every bucket of `charges`, in order, or against none: when a
+ * bucket refuses, the ones counted before it are given back. A share comes before the pool it
+ * is a share of (an address's anonymous share, then the anonymous cap), so a client over its
+ * share never spends the pool. Built on `consume`/`refund` alone, so every `CapStore`
+ * (memory, Redis, the fallback, and any durable one) does it the same way. Between the count
+ * and the refund a refused request holds a unit of the earlier buckets; under concurrency that
+ * can refuse a neighbour of the same share a moment early, never admit one too many.
+ */
+export async function consumeAll(
+  store: CapStore,
+  charges: readonly CapCharge[],
+  nowMs: number,
+): Promise<SharedCapDecision> {
+  if (charges.length === 0) throw new RangeError("a request is counted against some bucket");
+  const counted: string[] = [];
+  let shown: CapDecision | null = null;
+  for (const [index, { bucket, limit }] of charges.entries()) {
+    let decision: CapDecision;
+    try {
+      decision = await store.consume(bucket, limit, nowMs);
+    } catch (error) {
+      await refundAll(store, counted, nowMs);
+      throw error;
+    }
+    if (!decision.allowed) {
+      await refundAll(store, counted, nowMs);
+      return { decision, refusedBy: index };
+    }
+    counted.push(bucket);
+    if (shown === null || decision.remaining < shown.remaining) shown = decision;
+  }
+  return { decision: shown as CapDecision, refusedBy: null };
+}
+
+/**
+ * Gives back one request counted against each of `buckets` at `nowMs`. A refund that fails
+ * leaves its bucket counted (the safe side of a cap) and does not stop the others.
+ */
+export async function refundAll(
+  store: CapStore,
+  buckets: readonly string[],
+  nowMs: number,
+): Promise<void> {
+  for (const bucket of buckets) {
+    try {
+      await store.refund(bucket, nowMs);
+    } catch {
+      // Stays counted; see above.
+    }
+  }
 }
 
 /** The headers every response that passed authentication carries. */

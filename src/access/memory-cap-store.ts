@@ -41,6 +41,10 @@ export class MemoryCapStore implements CapStore {
     else counts.delete(bucket);
   }
 
+  async count(bucket: string, nowMs: number): Promise<number> {
+    return this.#days.get(utcDay(nowMs))?.get(bucket) ?? 0;
+  }
+
   /** Buckets counted for the days still held (tests check that old days are dropped). */
   get size(): number {
     let total = 0;

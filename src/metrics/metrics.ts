@@ -31,6 +31,8 @@ export type CapBucket = (typeof CAP_BUCKETS)[number];
 /**
  * How a presented x402 payment ended, each exactly once:
  * - `invalid`: refused locally (undecodable, not matching an offer, bad signature or window);
+ * - `limited`: refused before its signature was checked: its client (or the process) had
+ *   used its share of signature checks (`X402_SIGNATURE_CHECKS_PER_ADDRESS`, `…_PER_SECOND`);
  * - `replayed`: its nonce was already used;
  * - `capped`: the payer's daily cap was reached;
  * - `unavailable`: no facilitator configured, or the nonce ledger unreachable;
@@ -41,6 +43,7 @@ export type CapBucket = (typeof CAP_BUCKETS)[number];
  */
 export const PAYMENT_OUTCOMES = [
   "invalid",
+  "limited",
   "replayed",
   "capped",
   "unavailable",
@@ -194,6 +197,7 @@ export class ServiceMetrics extends ProcessMetrics {
   readonly digestCache: Counter<"result">;
   readonly capRefusals: Counter<"bucket">;
   readonly payments: Counter<"outcome">;
+  readonly signatureChecks: Counter;
   #cpuPool: (() => CpuPoolStats) | null = null;
 
   constructor() {
@@ -274,8 +278,13 @@ export class ServiceMetrics extends ProcessMetrics {
     });
     this.payments = new Counter({
       name: "receiptd_x402_payments_total",
-      help: "x402 payments presented, by outcome (invalid, replayed, capped, unavailable, declined, failed, abandoned, settled).",
+      help: "x402 payments presented, by outcome (invalid, limited, replayed, capped, unavailable, declined, failed, abandoned, settled).",
       labelNames: ["outcome"],
+      registers,
+    });
+    this.signatureChecks = new Counter({
+      name: "receiptd_x402_signature_checks_total",
+      help: "x402 payment signatures recovered (EIP-712 hashing and ecrecover on the main thread, about 2 ms each): payments refused by the cheap checks or by a signature-check share are not counted.",
       registers,
     });
     // Zeros from the start, so that rates and alerts see every series before its first event.

@@ -200,14 +200,17 @@ export function checkAuthorization(
   }
 }
 
-/** Recovers the EIP-712 signer and requires it to be `authorization.from`; returns it
- * EIP-55 checksummed (viem's form), whatever case `from` was written in. */
+/**
+ * Recovers the EIP-712 signer and requires it to be `authorization.from`; returns it
+ * EIP-55 checksummed (viem's form), whatever case `from` was written in. This is the costly
+ * step (about 2 ms of hashing and ecrecover on the calling thread): callers run it last, after
+ * `checkExactPayment`, and the service bounds how often one client may make it run.
+ */
 export async function recoverPayer(
   requirement: ExactRequirement,
   authorization: Authorization,
-  signature: Hex,
+  parts: SignatureParts,
 ): Promise<Address> {
-  const parts = splitSignature(signature);
   // Loaded outside the try: a viem that cannot be loaded is not a bad signature.
   const { recoverAddress } = await loadViem();
   let signer: Address;
@@ -231,27 +234,55 @@ export interface VerifyPaymentOptions {
   validBeforeMarginSeconds?: number;
 }
 
-export interface VerifiedPayment<R extends ExactRequirement = ExactRequirement> {
-  /** The signer, EIP-55 checksummed. */
-  readonly payer: Address;
+/** A payment that passed every rule but its signature's signer: what recovery needs. */
+export interface CheckedPayment<R extends ExactRequirement = ExactRequirement> {
   readonly authorization: Authorization;
   readonly requirement: R;
   readonly payment: PaymentPayload;
+  readonly signature: SignatureParts;
+}
+
+export interface VerifiedPayment<R extends ExactRequirement = ExactRequirement>
+  extends Omit<CheckedPayment<R>, "signature"> {
+  /** The signer, EIP-55 checksummed. */
+  readonly payer: Address;
 }
 
 /**
- * Verifies `payment` against the requirements offered for the resource, locally. Throws a
- * `PaymentError` for the first rule it breaks.
+ * Every rule that needs no cryptography, so a payment that breaks one costs no hashing:
+ * the offer it answers (scheme, network, asset, `accepted`), payTo, amount, the validity
+ * window, then the signature's form (length, `v`, low `s`, range). Synchronous and
+ * allocation-light; throws a `PaymentError` for the first rule broken.
+ */
+export function checkExactPayment<R extends ExactRequirement>(
+  payment: PaymentPayload,
+  requirements: readonly R[],
+  options: VerifyPaymentOptions = {},
+): CheckedPayment<R> {
+  const requirement = matchRequirement(payment, requirements);
+  const { authorization, signature } = payment.payload;
+  const nowSeconds = BigInt(Math.floor((options.now ?? Date.now)() / 1000));
+  checkAuthorization(authorization, requirement, nowSeconds, options.validBeforeMarginSeconds);
+  return { authorization, requirement, payment, signature: splitSignature(signature) };
+}
+
+/** The signer of a checked payment (`recoverPayer`), or a `PaymentError`. */
+export async function recoverCheckedPayment<R extends ExactRequirement>(
+  checked: CheckedPayment<R>,
+): Promise<VerifiedPayment<R>> {
+  const { authorization, requirement, payment, signature } = checked;
+  const payer = await recoverPayer(requirement, authorization, signature);
+  return { payer, authorization, requirement, payment };
+}
+
+/**
+ * Verifies `payment` against the requirements offered for the resource, locally: the cheap
+ * rules, then the signer. Throws a `PaymentError` for the first rule it breaks.
  */
 export async function verifyExactPayment<R extends ExactRequirement>(
   payment: PaymentPayload,
   requirements: readonly R[],
   options: VerifyPaymentOptions = {},
 ): Promise<VerifiedPayment<R>> {
-  const requirement = matchRequirement(payment, requirements);
-  const { authorization, signature } = payment.payload;
-  const nowSeconds = BigInt(Math.floor((options.now ?? Date.now)() / 1000));
-  checkAuthorization(authorization, requirement, nowSeconds, options.validBeforeMarginSeconds);
-  const payer = await recoverPayer(requirement, authorization, signature);
-  return { payer, authorization, requirement, payment };
+  return recoverCheckedPayment(checkExactPayment(payment, requirements, options));
 }

@@ -88,6 +88,18 @@ export class FallbackCapStore implements CapStore {
     }
   }
 
+  /** Reads where requests are being counted now, like `refund`. */
+  async count(bucket: string, nowMs: number): Promise<number> {
+    if (this.#retryAt !== null && this.#monotonicNow() < this.#retryAt) {
+      return this.#fallback.count(bucket, nowMs);
+    }
+    try {
+      return await this.#primary.count(bucket, nowMs);
+    } catch {
+      return this.#fallback.count(bucket, nowMs);
+    }
+  }
+
   async close(): Promise<void> {
     await this.#primary.close();
     await this.#fallback.close();

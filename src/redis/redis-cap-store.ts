@@ -73,5 +73,12 @@ export class RedisCapStore implements CapStore {
     await REFUND.run(this.#connection.client, [this.key(bucket, nowMs)], []);
   }
 
+  async count(bucket: string, nowMs: number): Promise<number> {
+    const text = await this.#connection.client.get(this.key(bucket, nowMs));
+    const count = text === null ? 0 : Number(text);
+    if (!Number.isSafeInteger(count)) throw new Error("unexpected value of a cap counter");
+    return count;
+  }
+
   async close(): Promise<void> {}
 }

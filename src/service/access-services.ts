@@ -10,11 +10,13 @@ import { AuditLog } from "../access/audit.js";
 import type { CapStore } from "../access/caps.js";
 import type { ChallengeLedger } from "../access/evaluation/challenge-ledger.js";
 import { ADDRESS_KEY_INFO, CHALLENGE_KEY_INFO } from "../access/evaluation/challenges.js";
+import { addressCounter } from "../access/evaluation/client-address.js";
 import { EvaluationKeys } from "../access/evaluation/issuer.js";
 import type { PaymentOutcome } from "../metrics/metrics.js";
 import { FacilitatorClient } from "../payments/facilitator-client.js";
 import type { NonceLedger } from "../payments/nonce-ledger.js";
 import type { Settlement } from "../payments/settlement-receipt.js";
+import { SignatureBudget } from "../payments/signature-budget.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import type { ServiceConfig } from "./config.js";
 import type { InternalToken } from "./internal-token.js";
@@ -37,6 +39,8 @@ export interface AccessServiceDependencies {
   onSettled: (settlement: Settlement) => Promise<void>;
   /** Told how each presented x402 payment ended (`/metrics`). */
   onPayment?: (outcome: PaymentOutcome) => void;
+  /** Told each time an x402 payment's signature is recovered (`/metrics`). */
+  onSignatureCheck?: () => void;
 }
 
 export function createAccessServices(
@@ -45,6 +49,9 @@ export function createAccessServices(
 ): AccessServices & { close(): Promise<void> } {
   const { documentStore, caps, nonces, identity, clock } = dependencies;
   const { settings, facilitatorUrl, publicBaseUrl } = config.payments;
+  // One key names every per-address counter: the anonymous shares, the evaluation keys', and
+  // the x402 signature-check shares.
+  const addressKey = dependencies.internalToken.deriveKey(ADDRESS_KEY_INFO);
   const facilitator =
     facilitatorUrl === null ? null : new FacilitatorClient({ url: facilitatorUrl });
   const payments =
@@ -59,6 +66,14 @@ export function createAccessServices(
           signer: () => identity.signer(),
           onSettled: dependencies.onSettled,
           onOutcome: dependencies.onPayment,
+          signatureBudget: new SignatureBudget({
+            perClientPerSecond: config.limits.x402SignatureChecksPerAddress,
+            totalPerSecond: config.limits.x402SignatureChecksPerSecond,
+            // The service clock (tests freeze it); a step back only delays the refill.
+            now: clock,
+          }),
+          clientOf: (request) => addressCounter(request.ip, addressKey) ?? "unknown",
+          onSignatureCheck: dependencies.onSignatureCheck,
         });
   const audit = new AuditLog(config.auditDir, { now: clock });
   const keys = new KeyStore(documentStore, {
@@ -74,7 +89,7 @@ export function createAccessServices(
           caps,
           ledger: dependencies.challenges,
           challengeKey: dependencies.internalToken.deriveKey(CHALLENGE_KEY_INFO),
-          addressKey: dependencies.internalToken.deriveKey(ADDRESS_KEY_INFO),
+          addressKey,
           clock,
         });
   return {
@@ -84,6 +99,7 @@ export function createAccessServices(
     payments,
     audit,
     limits: config.limits,
+    addressKey,
     passIssuers: () => [identity.signer().did],
     clock,
     async close() {

@@ -192,6 +192,7 @@ export async function buildApp(
     clock,
     onSettled: (payment) => settlements.record(payment),
     onPayment: (outcome) => metrics.payments.inc({ outcome }),
+    onSignatureCheck: () => metrics.signatureChecks.inc(),
   });
   // onClose runs once in-flight requests have been answered, so no task is cut short.
   app.addHook("onClose", async () => {

@@ -160,7 +160,15 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Access and limits",
     default: String(DEFAULT_LIMITS.anonymousDailyCap),
     meaning:
-      "Keyless calls (reads, metadata, MCP discovery) per day, shared by all anonymous callers.",
+      "Keyless calls (reads, metadata, MCP discovery) per day, shared by all anonymous callers: the backstop behind the per-address shares.",
+    processes: SERVE,
+  },
+  {
+    name: "ANON_ADDRESS_DAILY_CAP",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.anonymousAddressDailyCap),
+    meaning:
+      "Keyless calls per day of one client address (IPv6: one /64), out of `ANON_DAILY_CAP`; then `429 daily_cap_reached` for that address only. Behind a proxy it needs `TRUST_PROXY`, or every client is the proxy's one address.",
     processes: SERVE,
   },
   {
@@ -175,6 +183,22 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Access and limits",
     default: String(DEFAULT_LIMITS.x402PayerDailyCap),
     meaning: "Paid calls per day of one payer address.",
+    processes: SERVE,
+  },
+  {
+    name: "X402_SIGNATURE_CHECKS_PER_ADDRESS",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.x402SignatureChecksPerAddress),
+    meaning:
+      "x402 payment signatures one client address (IPv6: one /64) may have recovered per second, in bursts of up to twice as many; beyond it `429 payment_rate_limited` before any hashing. Payments that fail the cheap checks (amount, payTo, network, asset, window) never count.",
+    processes: SERVE,
+  },
+  {
+    name: "X402_SIGNATURE_CHECKS_PER_SECOND",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.x402SignatureChecksPerSecond),
+    meaning:
+      "x402 payment signatures this process recovers per second, all clients together (about 2 ms of main-thread CPU each); beyond it `503 overloaded`.",
     processes: SERVE,
   },
   {
@@ -204,7 +228,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Access and limits",
     default: "unset (the socket's peer is the client)",
     meaning:
-      "The proxies whose `X-Forwarded-For` names the client's address (for the evaluation keys' per-address limit): a comma-separated list of addresses, CIDR ranges, `loopback`, `linklocal`, `uniquelocal`; the client is the nearest address in the header that is not one of them. Also lets those proxies' `X-Forwarded-Proto`/`-Host` name the origin of the MCP server card.",
+      "The proxies whose `X-Forwarded-For` names the client's address: a comma-separated list of addresses, CIDR ranges, `loopback`, `linklocal`, `uniquelocal`; the client is the nearest address in the header that is not one of them. Set it behind a balancer or reverse proxy: the per-address shares (anonymous calls, evaluation keys, x402 signature checks) count by client address, and unset behind a proxy every client is the proxy's one address (docs/operations.md, \"Behind a load balancer\"). Never wider than the proxies: a trusted range lets its clients pick their address. Also lets those proxies' `X-Forwarded-Proto`/`-Host` name the origin of the MCP server card.",
     processes: SERVE,
     example: "10.0.0.0/8",
   },
@@ -241,6 +265,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     processes: SERVE,
   },
   {
+    name: "EVALUATION_KEYS_PER_NETWORK",
+    group: "Evaluation keys",
+    default: String(DEFAULT_EVALUATION_KEYS.perNetworkDaily),
+    meaning:
+      "Evaluation keys the addresses of one network (IPv4 /24, IPv6 /48) may obtain together per UTC day; then `429 evaluation_limit_reached`.",
+    processes: SERVE,
+  },
+  {
     name: "EVALUATION_KEYS_PER_DAY",
     group: "Evaluation keys",
     default: String(DEFAULT_EVALUATION_KEYS.perDay),
@@ -253,7 +285,15 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Evaluation keys",
     default: String(DEFAULT_EVALUATION_KEYS.powBits),
     meaning:
-      "Difficulty of the proof of work (0–32): leading zero bits of SHA-256(challenge ‖ nonce); each bit doubles the client's work (16: about 65,000 hashes on average, around half a second of JavaScript SHA-256 on a laptop).",
+      "Difficulty of the proof of work (0–32): leading zero bits of SHA-256(challenge ‖ nonce); each bit doubles the client's work (16: about 65,000 hashes on average, around half a second of JavaScript SHA-256 on a laptop). The day's first challenges; later ones are harder (`EVALUATION_POW_RAMP_BITS`).",
+    processes: SERVE,
+  },
+  {
+    name: "EVALUATION_POW_RAMP_BITS",
+    group: "Evaluation keys",
+    default: String(DEFAULT_EVALUATION_KEYS.powRampBits),
+    meaning:
+      "Bits the difficulty rises by as the day's issuance fills: a challenge asks `EVALUATION_POW_BITS + floor(ramp × issued today / EVALUATION_KEYS_PER_DAY)` bits (at most 32), and says so. 0 keeps it fixed.",
     processes: SERVE,
   },
   // Payments

@@ -35,8 +35,21 @@ export interface ServiceLimits {
   digestCacheTtlSeconds: number;
   digestCacheMaxEntries: number;
   anonymousDailyCap: number;
+  /**
+   * `ANON_ADDRESS_DAILY_CAP`: the share of the anonymous cap one client address (IPv6: one
+   * /64) may spend per day; the anonymous cap stays the backstop for all of them together.
+   */
+  anonymousAddressDailyCap: number;
   keyDailyCap: number;
   x402PayerDailyCap: number;
+  /**
+   * `X402_SIGNATURE_CHECKS_PER_ADDRESS`: payment signatures one client address (IPv6: /64)
+   * may make this process recover per second (bursts of twice as many); beyond it `429
+   * payment_rate_limited` before any hashing.
+   */
+  x402SignatureChecksPerAddress: number;
+  /** `X402_SIGNATURE_CHECKS_PER_SECOND`: the same for the whole process; beyond it 503. */
+  x402SignatureChecksPerSecond: number;
   leaseSeconds: number;
   dayPassSeconds: number;
 }
@@ -114,18 +127,30 @@ export interface EvaluationKeysConfig {
   ttlHours: number;
   /** `EVALUATION_KEYS_PER_ADDRESS`: keys per client address (IPv6: per /64) per UTC day. */
   perAddressDaily: number;
+  /**
+   * `EVALUATION_KEYS_PER_NETWORK`: keys per network (IPv4 /24, IPv6 /48) per UTC day, so that
+   * the addresses of one site or block share a limit as well as each its own.
+   */
+  perNetworkDaily: number;
   /** `EVALUATION_KEYS_PER_DAY`: keys issued per UTC day, all clients together. */
   perDay: number;
-  /** `EVALUATION_POW_BITS`: leading zero bits the proof of work must reach. */
+  /** `EVALUATION_POW_BITS`: leading zero bits the proof of work must reach (the day's first). */
   powBits: number;
+  /**
+   * `EVALUATION_POW_RAMP_BITS`: bits added to `powBits` as the day's issuance fills, in equal
+   * steps: `powBits + floor(rampBits × issued / perDay)`, at most 32.
+   */
+  powRampBits: number;
 }
 
 export const DEFAULT_EVALUATION_KEYS: Readonly<EvaluationKeysConfig> = {
   keyDailyCap: 100,
   ttlHours: 24,
   perAddressDaily: 2,
+  perNetworkDaily: 8,
   perDay: 200,
   powBits: 16,
+  powRampBits: 8,
 };
 
 /**
@@ -244,8 +269,13 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   digestCacheTtlSeconds: 900,
   digestCacheMaxEntries: 256,
   anonymousDailyCap: 2000,
+  // A tenth of the pool: one address cannot spend it, ten distinct ones would have to.
+  anonymousAddressDailyCap: 200,
   keyDailyCap: 1000,
   x402PayerDailyCap: 1000,
+  // About 2 ms of main-thread CPU each: one client at most 2% of the thread, all of them 20%.
+  x402SignatureChecksPerAddress: 10,
+  x402SignatureChecksPerSecond: 100,
   leaseSeconds: 300,
   dayPassSeconds: 86_400,
 };
@@ -345,8 +375,26 @@ function limitsFrom(env: Env): ServiceLimits {
       1024 * MIB,
     ),
     anonymousDailyCap: cap("ANON_DAILY_CAP", DEFAULT_LIMITS.anonymousDailyCap),
+    anonymousAddressDailyCap: cap(
+      "ANON_ADDRESS_DAILY_CAP",
+      DEFAULT_LIMITS.anonymousAddressDailyCap,
+    ),
     keyDailyCap: cap("KEY_DAILY_CAP", DEFAULT_LIMITS.keyDailyCap),
     x402PayerDailyCap: cap("X402_DAILY_CAP", DEFAULT_LIMITS.x402PayerDailyCap),
+    x402SignatureChecksPerAddress: integerFrom(
+      env,
+      "X402_SIGNATURE_CHECKS_PER_ADDRESS",
+      DEFAULT_LIMITS.x402SignatureChecksPerAddress,
+      1,
+      1_000_000,
+    ),
+    x402SignatureChecksPerSecond: integerFrom(
+      env,
+      "X402_SIGNATURE_CHECKS_PER_SECOND",
+      DEFAULT_LIMITS.x402SignatureChecksPerSecond,
+      1,
+      1_000_000,
+    ),
   };
 }
 
@@ -375,8 +423,16 @@ function evaluationKeysFrom(env: Env): EvaluationKeysConfig | null {
       1,
       1_000_000,
     ),
+    perNetworkDaily: integerFrom(
+      env,
+      "EVALUATION_KEYS_PER_NETWORK",
+      defaults.perNetworkDaily,
+      1,
+      1_000_000,
+    ),
     perDay: integerFrom(env, "EVALUATION_KEYS_PER_DAY", defaults.perDay, 1, 100_000_000),
     powBits: integerFrom(env, "EVALUATION_POW_BITS", defaults.powBits, 0, 32),
+    powRampBits: integerFrom(env, "EVALUATION_POW_RAMP_BITS", defaults.powRampBits, 0, 32),
   };
 }
 

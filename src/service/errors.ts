@@ -127,6 +127,7 @@ export const ERROR_STATUS = {
   daily_cap_reached: 429,
   evaluation_limit_reached: 429,
   evaluation_keys_exhausted: 429,
+  payment_rate_limited: 429,
   headers_too_large: 431,
   // The client closed its connection before its answer (nginx's 499): nobody reads the body,
   // but the audit line and the metrics say what happened to the request.

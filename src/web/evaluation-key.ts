@@ -20,7 +20,12 @@ export interface EvaluationTerms {
   keyLifetimeHours: number;
   keysPerAddressDaily: number;
   keysPerDay: number;
+  /** Keys per IPv4 /24 (IPv6 /48) a day, or null from a service that does not say. */
+  keysPerNetworkDaily: number | null;
+  /** What a challenge asks now; the challenge itself states what it is checked at. */
   difficulty: number;
+  /** Bits the difficulty rises by as the day's keys run out (0 from a service without). */
+  rampBits: number;
   challengeTtlSeconds: number;
 }
 
@@ -56,7 +61,15 @@ export function evaluationTermsOf(info: Record<string, unknown>): TermsState {
   };
   if (work.algorithm !== PROOF_OF_WORK_ALGORITHM) return { state: "unknown" };
   for (const value of Object.values(read)) if (value === null) return { state: "unknown" };
-  return { state: "on", terms: read as EvaluationTerms };
+  // Later additions, optional so the page still reads a service from before them.
+  return {
+    state: "on",
+    terms: {
+      ...(read as Omit<EvaluationTerms, "keysPerNetworkDaily" | "rampBits">),
+      keysPerNetworkDaily: wholeNumber(terms.keys_per_network_daily, 1),
+      rampBits: wholeNumber(work.ramp_bits) ?? 0,
+    },
+  };
 }
 
 /** "1 key", "2 keys". */

@@ -291,11 +291,11 @@ function termsView(state: TermsState): Child {
     ),
     row(
       "Per address",
-      `${plural(terms.keysPerAddressDaily, "key")} per UTC day for each client address (an IPv6 /64 counts as one); ${plural(terms.keysPerDay, "key")} a day for everyone together`,
+      `${plural(terms.keysPerAddressDaily, "key")} per UTC day for each client address (an IPv6 /64 counts as one)${terms.keysPerNetworkDaily === null ? "" : `, ${plural(terms.keysPerNetworkDaily, "key")} for each network (an IPv4 /24, an IPv6 /48)`}; ${plural(terms.keysPerDay, "key")} a day for everyone together`,
     ),
     row(
       "Proof of work",
-      `${terms.difficulty} bits: about ${expected(terms.difficulty)} SHA-256 hashes, computed by this browser (a challenge lasts ${formatWait(terms.challengeTtlSeconds)})`,
+      `${terms.difficulty} bits: about ${expected(terms.difficulty)} SHA-256 hashes, computed by this browser (a challenge lasts ${formatWait(terms.challengeTtlSeconds)})${terms.rampBits > 0 ? `; it rises by up to ${terms.rampBits} bits as the day's keys run out, and each challenge says its own` : ""}`,
     ),
     row(
       "Shown once",

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import type { CapStore } from "../../src/access/caps.js";
+import { type CapStore, consumeAll } from "../../src/access/caps.js";
 
 export interface CapStoreFixture {
   store: CapStore;
@@ -174,6 +174,90 @@ export function capStoreContract(name: string, open: () => Promise<CapStoreFixtu
       let more = 0;
       while ((await store.consume("key:reserve", 10, now)).allowed) more += 1;
       assert.equal(kept + more, 10);
+    });
+
+    test("count reads a day's counter without counting", async () => {
+      const now = at("2026-11-21T16:00:00Z");
+      assert.equal(await store.count("key:counted", now), 0);
+      await store.consume("key:counted", 5, now);
+      await store.consume("key:counted", 5, now);
+      assert.equal(await store.count("key:counted", now), 2);
+      assert.equal(await store.count("key:counted", now), 2);
+      await store.refund("key:counted", now);
+      assert.equal(await store.count("key:counted", now), 1);
+      // Refusals are not counted, and another day is another counter.
+      await store.consume("key:counted", 1, now);
+      assert.equal(await store.count("key:counted", now), 1);
+      assert.equal(await store.count("key:counted", at("2026-11-22T16:00:00Z")), 0);
+    });
+
+    test("shares of a pool: a client over its share spends nothing of the pool", async () => {
+      const now = at("2026-11-21T14:00:00Z");
+      const charges = (client: string) => [
+        { bucket: `share:${client}`, limit: 2 },
+        { bucket: "pool:shared", limit: 3 },
+      ];
+      const first = await consumeAll(store, charges("a"), now);
+      // The share has 1 left, the pool 2: the client is shown the bucket that refuses first.
+      assert.deepEqual(first, {
+        decision: { allowed: true, limit: 2, remaining: 1, resetSeconds: 36_000 },
+        refusedBy: null,
+      });
+      assert.equal((await consumeAll(store, charges("a"), now)).refusedBy, null);
+      for (let i = 0; i < 3; i += 1) {
+        const over = await consumeAll(store, charges("a"), now);
+        assert.equal(over.refusedBy, 0);
+        assert.deepEqual(over.decision, {
+          allowed: false,
+          limit: 2,
+          remaining: 0,
+          resetSeconds: 36_000,
+        });
+      }
+      // The pool counted only the two admitted: a second client still gets its one.
+      const second = await consumeAll(store, charges("b"), now);
+      assert.deepEqual(second, {
+        decision: { allowed: true, limit: 3, remaining: 0, resetSeconds: 36_000 },
+        refusedBy: null,
+      });
+      // The pool is the backstop: a third client is refused by it, and its share is given back.
+      const third = await consumeAll(store, charges("c"), now);
+      assert.equal(third.refusedBy, 1);
+      assert.equal(third.decision.limit, 3);
+      assert.deepEqual(await store.consume("share:c", 2, now), {
+        allowed: true,
+        limit: 2,
+        remaining: 1,
+        resetSeconds: 36_000,
+      });
+    });
+
+    test("concurrent requests of many clients exceed neither a share nor the pool", async () => {
+      const now = at("2026-11-21T15:00:00Z");
+      const clients = ["p", "q", "r", "s"];
+      const outcomes = await Promise.all(
+        Array.from({ length: 80 }, (_, index) => {
+          const client = clients[index % clients.length] as string;
+          return consumeAll(
+            store,
+            [
+              { bucket: `race-share:${client}`, limit: 6 },
+              { bucket: "race-pool", limit: 15 },
+            ],
+            now,
+          ).then((outcome) => ({ client, allowed: outcome.refusedBy === null }));
+        }),
+      );
+      const admitted = outcomes.filter((outcome) => outcome.allowed);
+      assert.ok(admitted.length <= 15, `pool of 15, admitted ${admitted.length}`);
+      for (const client of clients) {
+        const mine = admitted.filter((outcome) => outcome.client === client).length;
+        assert.ok(mine <= 6, `share of 6, ${client} admitted ${mine}`);
+      }
+      // Every refused request gave its share back: the pool ends exactly at what was admitted.
+      let more = 0;
+      while ((await store.consume("race-pool", 15, now)).allowed) more += 1;
+      assert.equal(admitted.length + more, 15);
     });
 
     test("an unusable cap is refused", async () => {

@@ -27,6 +27,11 @@ class StubPrimary implements CapStore {
     return this.#counts.refund(bucket, nowMs);
   }
 
+  async count(bucket: string, nowMs: number): Promise<number> {
+    if (this.down) throw new Error("ECONNREFUSED");
+    return this.#counts.count(bucket, nowMs);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
   }

@@ -42,8 +42,10 @@ describe("loadConfig", () => {
       keyDailyCap: 100,
       ttlHours: 24,
       perAddressDaily: 2,
+      perNetworkDaily: 8,
       perDay: 200,
       powBits: 16,
+      powRampBits: 8,
     });
     assert.equal(config.trustProxy, false);
   });
@@ -54,15 +56,19 @@ describe("loadConfig", () => {
       EVALUATION_KEY_DAILY_CAP: "25",
       EVALUATION_KEY_TTL_HOURS: "2",
       EVALUATION_KEYS_PER_ADDRESS: "1",
+      EVALUATION_KEYS_PER_NETWORK: "3",
       EVALUATION_KEYS_PER_DAY: "40",
       EVALUATION_POW_BITS: "0",
+      EVALUATION_POW_RAMP_BITS: "0",
     });
     assert.deepEqual(config.evaluationKeys, {
       keyDailyCap: 25,
       ttlHours: 2,
       perAddressDaily: 1,
+      perNetworkDaily: 3,
       perDay: 40,
       powBits: 0,
+      powRampBits: 0,
     });
     for (const off of ["off", "OFF", " off "]) {
       assert.equal(loadConfig({ EVALUATION_KEYS: off }).evaluationKeys, null);
@@ -102,6 +108,7 @@ describe("loadConfig", () => {
       MAX_BATCH: "10",
       MAX_RESULT_BYTES: "65536",
       ANON_DAILY_CAP: "5",
+      ANON_ADDRESS_DAILY_CAP: "4",
       KEY_DAILY_CAP: "6",
       X402_DAILY_CAP: "7",
       CPU_THREADS: "3",
@@ -116,6 +123,7 @@ describe("loadConfig", () => {
     assert.equal(config.limits.maxBatch, 10);
     assert.equal(config.limits.maxResultBytes, 65_536);
     assert.equal(config.limits.anonymousDailyCap, 5);
+    assert.equal(config.limits.anonymousAddressDailyCap, 4);
     assert.equal(config.limits.keyDailyCap, 6);
     assert.equal(config.limits.x402PayerDailyCap, 7);
     assert.deepEqual(
@@ -186,6 +194,9 @@ describe("loadConfig", () => {
     ["EVALUATION_KEYS_PER_ADDRESS", "0"],
     ["EVALUATION_KEYS_PER_DAY", "0"],
     ["EVALUATION_POW_BITS", "33"],
+    ["EVALUATION_KEYS_PER_NETWORK", "0"],
+    ["EVALUATION_POW_RAMP_BITS", "33"],
+    ["ANON_ADDRESS_DAILY_CAP", "-1"],
     ["TRUST_PROXY", "1"],
     ["TRUST_PROXY", "true"],
     ["TRUST_PROXY", "10.0.0.0/33"],

@@ -50,7 +50,9 @@ describe("the terms in /info", () => {
         keyLifetimeHours: 1,
         keysPerAddressDaily: 1,
         keysPerDay: 2,
+        keysPerNetworkDaily: 100,
         difficulty: 8,
+        rampBits: 0,
         challengeTtlSeconds: 300,
       },
     });

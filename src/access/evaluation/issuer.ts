@@ -1,6 +1,8 @@
 /**
  * Self-served evaluation keys (docs/evaluation-keys.md): issues a key to an anonymous client
- * that solved a proof-of-work challenge, within a per-address and an overall daily limit.
+ * that solved a proof-of-work challenge, within a per-address, a per-network (IPv4 /24, IPv6
+ * /48) and an overall daily limit. The challenge's difficulty rises as the day's issuance
+ * fills, so taking many keys costs more than many times one.
  * The HTTP route (`service/endpoints/evaluation-keys`) turns the outcomes into answers; this
  * module knows no HTTP.
  *
@@ -8,26 +10,39 @@
  * 1. the challenge's form, MAC, expiry and work: stateless, so refusing costs no I/O;
  * 2. spending the challenge in the replay ledger: a replay is refused before it can count
  *    against anything;
- * 3. the client address's daily count, then the overall daily count (the cap store, so the
- *    counters are shared by every instance in distributed mode), each given back when a later
- *    step refuses or fails;
+ * 3. the client address's daily count, its network's, then the overall daily count (the cap
+ *    store, so the counters are shared by every instance in distributed mode), all or none:
+ *    each is given back when a later one refuses or the key cannot be written;
  * 4. the key itself, in the key store every key lives in.
  * The anonymous daily cap is charged by the access plugin before any of this, like every
  * anonymous call, and given back when the answer is a refusal.
  */
 import type { CreatedKey, KeyStore } from "../api-keys.js";
-import type { CapStore } from "../caps.js";
+import { type CapStore, consumeAll, refundAll } from "../caps.js";
 import { type ChallengeLedger, SPENT_GRACE_MS } from "./challenge-ledger.js";
 import { type ChallengeRefusal, ChallengeSigner, type IssuedChallenge } from "./challenges.js";
-import { addressCounter } from "./client-address.js";
+import { addressCounter, CLIENT, type NetworkWidth, SITE } from "./client-address.js";
+import { MAX_DIFFICULTY } from "./proof-of-work.js";
 
 /** The terms in force (`EvaluationKeysConfig`). */
 export interface EvaluationTerms {
   keyDailyCap: number;
   ttlHours: number;
   perAddressDaily: number;
+  perNetworkDaily: number;
   perDay: number;
   powBits: number;
+  powRampBits: number;
+}
+
+/**
+ * The difficulty of a challenge handed out after `issued` keys today: `powBits` at first,
+ * rising in equal steps to `powBits + powRampBits` as the day's issuance fills. Each bit
+ * doubles the expected work, so the last keys of a day cost 2^powRampBits times the first.
+ */
+export function difficultyAfter(issued: number, terms: EvaluationTerms): number {
+  const filled = Math.min(1, Math.max(0, issued) / terms.perDay);
+  return Math.min(MAX_DIFFICULTY, terms.powBits + Math.floor(terms.powRampBits * filled));
 }
 
 /** A refusal of issuance; `limit` and `retryAfterSeconds` come with the two daily limits. */
@@ -36,6 +51,8 @@ export type IssueRefusal =
   | { code: "challenge_already_used" }
   | {
       code: "evaluation_limit_reached" | "evaluation_keys_exhausted";
+      /** Which limit refused: the address's, its network's, or everyone's. */
+      scope: "address" | "network" | "overall";
       limit: number;
       /** Seconds to the next 00:00 UTC, when the counters start again. */
       retryAfterSeconds: number;
@@ -55,8 +72,9 @@ export class ChallengeLedgerUnavailableError extends Error {
   override readonly name = "ChallengeLedgerUnavailableError";
 }
 
-/** Cap-store buckets of the two issuance limits (never a principal, never an address). */
+/** Cap-store buckets of the three issuance limits (never a principal, never an address). */
 export const ADDRESS_BUCKET_PREFIX = "evaluation-address:";
+export const NETWORK_BUCKET_PREFIX = "evaluation-network:";
 export const ISSUANCE_BUCKET = "evaluation-issuance";
 /** Addresses the service cannot read (no socket peer) share one counter. */
 const UNKNOWN_ADDRESS = "unknown";
@@ -97,16 +115,38 @@ export class EvaluationKeys {
     return this.#signer.ttlSeconds;
   }
 
-  /** A fresh challenge at the configured difficulty; nothing is stored. */
-  challenge(): IssuedChallenge {
-    return this.#signer.issue(this.terms.powBits, this.#clock());
+  /**
+   * A fresh challenge at the difficulty of the moment (`difficultyAfter` the keys issued
+   * today); nothing is stored. The challenge states its difficulty under the MAC, and is
+   * honoured at that difficulty for its lifetime however many keys are issued meanwhile.
+   */
+  async challenge(): Promise<IssuedChallenge> {
+    const nowMs = this.#clock();
+    return this.#signer.issue(await this.currentDifficulty(nowMs), nowMs);
+  }
+
+  /** The difficulty a challenge handed out at `nowMs` gets. */
+  async currentDifficulty(nowMs: number = this.#clock()): Promise<number> {
+    if (this.terms.powRampBits === 0) return this.terms.powBits;
+    // A store that cannot be read must not stop issuance: the ramp's top is the safe side.
+    const issued = await this.#caps.count(ISSUANCE_BUCKET, nowMs).catch(() => this.terms.perDay);
+    return difficultyAfter(issued, this.terms);
   }
 
   /** The bucket a client address's issuances are counted in. */
   addressBucket(clientAddress: string | undefined): string {
+    return this.#bucket(ADDRESS_BUCKET_PREFIX, clientAddress, CLIENT);
+  }
+
+  /** The bucket the issuances of a client address's network (/24, /48) are counted in. */
+  networkBucket(clientAddress: string | undefined): string {
+    return this.#bucket(NETWORK_BUCKET_PREFIX, clientAddress, SITE);
+  }
+
+  #bucket(prefix: string, clientAddress: string | undefined, width: NetworkWidth): string {
     const counter =
-      clientAddress === undefined ? null : addressCounter(clientAddress, this.#addressKey);
-    return `${ADDRESS_BUCKET_PREFIX}${counter ?? UNKNOWN_ADDRESS}`;
+      clientAddress === undefined ? null : addressCounter(clientAddress, this.#addressKey, width);
+    return `${prefix}${counter ?? UNKNOWN_ADDRESS}`;
   }
 
   async issue(request: IssueRequest): Promise<IssueOutcome> {
@@ -127,23 +167,25 @@ export class EvaluationKeys {
     }
     if (!spent) return refused({ code: "challenge_already_used" });
 
-    const { perAddressDaily, perDay } = this.terms;
-    const address = this.addressBucket(request.clientAddress);
-    const mine = await this.#caps.consume(address, perAddressDaily, nowMs);
-    if (!mine.allowed) {
+    const { perAddressDaily, perNetworkDaily, perDay } = this.terms;
+    const buckets = [
+      this.addressBucket(request.clientAddress),
+      this.networkBucket(request.clientAddress),
+      ISSUANCE_BUCKET,
+    ];
+    const limits = [perAddressDaily, perNetworkDaily, perDay];
+    const { decision, refusedBy } = await consumeAll(
+      this.#caps,
+      buckets.map((bucket, index) => ({ bucket, limit: limits[index] as number })),
+      nowMs,
+    );
+    if (refusedBy !== null) {
+      const scope = (["address", "network", "overall"] as const)[refusedBy] ?? "overall";
       return refused({
-        code: "evaluation_limit_reached",
-        limit: perAddressDaily,
-        retryAfterSeconds: mine.resetSeconds,
-      });
-    }
-    const everyone = await this.#caps.consume(ISSUANCE_BUCKET, perDay, nowMs);
-    if (!everyone.allowed) {
-      await this.#giveBack([address], nowMs);
-      return refused({
-        code: "evaluation_keys_exhausted",
-        limit: perDay,
-        retryAfterSeconds: everyone.resetSeconds,
+        code: scope === "overall" ? "evaluation_keys_exhausted" : "evaluation_limit_reached",
+        scope,
+        limit: decision.limit,
+        retryAfterSeconds: decision.resetSeconds,
       });
     }
     try {
@@ -154,18 +196,8 @@ export class EvaluationKeys {
       return { ok: true, created };
     } catch (error) {
       // No key was issued: the counts are given back (the challenge stays spent).
-      await this.#giveBack([address, ISSUANCE_BUCKET], nowMs);
+      await refundAll(this.#caps, buckets, nowMs);
       throw error;
-    }
-  }
-
-  async #giveBack(buckets: string[], nowMs: number): Promise<void> {
-    for (const bucket of buckets) {
-      try {
-        await this.#caps.refund(bucket, nowMs);
-      } catch {
-        // A count that cannot be given back stays counted: the safe side of a limit.
-      }
     }
   }
 }

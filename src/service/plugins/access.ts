@@ -16,7 +16,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { dailyCapOf, type KeyStore, presentedKey } from "../../access/api-keys.js";
 import type { AuditLog } from "../../access/audit.js";
-import { type CapStore, capReachedResponse, rateLimitHeaders } from "../../access/caps.js";
+import {
+  type CapCharge,
+  type CapStore,
+  capReachedResponse,
+  consumeAll,
+  rateLimitHeaders,
+} from "../../access/caps.js";
+import { addressCounter } from "../../access/evaluation/client-address.js";
 import type { EvaluationKeys } from "../../access/evaluation/issuer.js";
 import {
   ANONYMOUS,
@@ -94,8 +101,11 @@ declare module "fastify" {
     principal: Principal;
     /** Null until `onRequest` has run (Fastify forbids shared object defaults on requests). */
     credential: Credential | null;
-    /** The place this request holds in a daily cap until its answer is known, else null. */
-    capCharge: { bucket: Principal; nowMs: number } | null;
+    /**
+     * The places this request holds in daily caps (its principal's, and for an anonymous call
+     * its address's share first) until its answer is known, else null.
+     */
+    capCharge: { buckets: string[]; nowMs: number } | null;
   }
 }
 
@@ -108,6 +118,11 @@ export interface AccessServices {
   payments: X402Gate | null;
   audit: AuditLog;
   limits: ServiceLimits;
+  /**
+   * HMAC key naming per-address counters (`ADDRESS_KEY_INFO`), so no store holds an address:
+   * the anonymous cap's per-address shares.
+   */
+  addressKey: Uint8Array;
   /** did:keys whose pass tokens are honoured (the current service key's). */
   passIssuers: () => string[];
   clock: () => number;
@@ -124,6 +139,17 @@ const DOCS = "README.md#access-and-payments";
  * CORS preflight is the browser asking, not the caller's call.
  */
 const UNCOUNTED_ROUTES = new Set(["/health", CORS_PREFLIGHT_ROUTE]);
+
+/**
+ * The cap-store bucket of one client address's share of the anonymous cap (an IPv4 address,
+ * an IPv6 /64, by a keyed hash). Requests whose address cannot be read share one.
+ */
+export const ANONYMOUS_ADDRESS_BUCKET_PREFIX = "anonymous-address:";
+
+export function anonymousShareBucket(clientAddress: string | undefined, key: Uint8Array): string {
+  const counter = clientAddress === undefined ? null : addressCounter(clientAddress, key);
+  return `${ANONYMOUS_ADDRESS_BUCKET_PREFIX}${counter ?? "unknown"}`;
+}
 
 function missingKey(): AccessRefusal {
   return accessRefusal(
@@ -222,20 +248,40 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
    * Charges `bucket`; answers 429 when it is spent, else adds the headers to the reply. The
    * charge is provisional until `onSend` knows whether the answer is a result.
    */
-  async function charge(
+  function charge(request: FastifyRequest, reply: FastifyReply, bucket: Principal, limit: number) {
+    return chargeAll(request, reply, bucket, [{ bucket, limit }]);
+  }
+
+  /**
+   * An anonymous call: its address's share first, then the anonymous cap behind every share,
+   * so one address cannot spend the cap for everyone (issue 22).
+   */
+  function chargeAnonymous(request: FastifyRequest, reply: FastifyReply) {
+    const { limits, addressKey } = services;
+    return chargeAll(request, reply, ANONYMOUS, [
+      {
+        bucket: anonymousShareBucket(request.ip, addressKey),
+        limit: limits.anonymousAddressDailyCap,
+      },
+      { bucket: ANONYMOUS, limit: limits.anonymousDailyCap },
+    ]);
+  }
+
+  /** Counts the request against every bucket of `charges` or none; `principal` names the metric. */
+  async function chargeAll(
     request: FastifyRequest,
     reply: FastifyReply,
-    bucket: Principal,
-    limit: number,
+    principal: Principal,
+    charges: CapCharge[],
   ) {
     const nowMs = services.clock();
-    const decision = await services.caps.consume(bucket, limit, nowMs);
-    if (!decision.allowed) {
-      request.server.metrics.capRefusals.inc({ bucket: capBucketOf(bucket) });
+    const { decision, refusedBy } = await consumeAll(services.caps, charges, nowMs);
+    if (refusedBy !== null) {
+      request.server.metrics.capRefusals.inc({ bucket: capBucketOf(principal) });
       const { body, headers } = capReachedResponse(decision);
       return accessRefusal(body.error, { hint: body.hint }, headers);
     }
-    request.capCharge = { bucket, nowMs };
+    request.capCharge = { buckets: charges.map((each) => each.bucket), nowMs };
     reply.headers(rateLimitHeaders(decision));
     return null;
   }
@@ -246,12 +292,16 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     if (held === null) return;
     request.capCharge = null;
     if (isChargedAnswer(reply)) return;
-    try {
-      await services.caps.refund(held.bucket, held.nowMs);
-    } catch {
-      // The request stays counted: a cap store that fails errs on the side of the cap.
-      return;
+    let refunded = true;
+    for (const bucket of held.buckets) {
+      try {
+        await services.caps.refund(bucket, held.nowMs);
+      } catch {
+        // The request stays counted there: a cap store that fails errs on the side of the cap.
+        refunded = false;
+      }
     }
+    if (!refunded) return;
     const remaining = Number(reply.getHeader("x-ratelimit-remaining"));
     const limit = Number(reply.getHeader("x-ratelimit-limit"));
     if (Number.isSafeInteger(remaining) && Number.isSafeInteger(limit)) {
@@ -270,7 +320,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     if (UNCOUNTED_ROUTES.has(route)) return;
     const { limits } = services;
     if (access === "anonymous") {
-      const refusal = await charge(request, reply, ANONYMOUS, limits.anonymousDailyCap);
+      const refusal = await chargeAnonymous(request, reply);
       if (refusal !== null) return send(reply, refusal);
       return;
     }
@@ -352,7 +402,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
       return send(reply, gate === null ? missingKey() : gate.challenge(route, saleOf(access)));
     }
     // keyless, and mixed before the route knows whether keyed work is asked for.
-    const refusal = await charge(request, reply, ANONYMOUS, limits.anonymousDailyCap);
+    const refusal = await chargeAnonymous(request, reply);
     if (refusal !== null) return send(reply, refusal);
   });
 

@@ -13,7 +13,12 @@ import {
   encodeSettlementResponse,
   paymentFromHeaders,
 } from "../../payments/codec.js";
-import { type VerifiedPayment, verifyExactPayment } from "../../payments/eip3009.js";
+import {
+  type CheckedPayment,
+  checkExactPayment,
+  recoverCheckedPayment,
+  type VerifiedPayment,
+} from "../../payments/eip3009.js";
 import { PaymentError } from "../../payments/errors.js";
 import { type FacilitatorClient, facilitatorRequest } from "../../payments/facilitator-client.js";
 import {
@@ -30,6 +35,7 @@ import {
   paymentRequirements,
 } from "../../payments/requirements.js";
 import type { Settlement, SettlementCall } from "../../payments/settlement-receipt.js";
+import type { SignatureBudget } from "../../payments/signature-budget.js";
 import type { Ed25519Signer } from "../../verifier/crypto/ed25519.js";
 import {
   type Answer,
@@ -65,6 +71,12 @@ export interface X402GateOptions {
   onSettled: (settlement: Settlement) => Promise<void>;
   /** Told how each presented payment ended, exactly once (`/metrics`). */
   onOutcome?: (outcome: PaymentOutcome) => void;
+  /** How often signatures may be recovered, per client and for the process. */
+  signatureBudget: SignatureBudget;
+  /** The client a request is counted as in `signatureBudget` (never its address itself). */
+  clientOf: (request: FastifyRequest) => string;
+  /** Told each time a signature is recovered (`/metrics`): the costly step. */
+  onSignatureCheck?: () => void;
 }
 
 /**
@@ -153,10 +165,12 @@ export class X402Gate {
   }
 
   /**
-   * The checks that come before the handler, cheapest first: decode, match, recover the
-   * signer, reserve the nonce (a replay is refused here, without asking the facilitator), then
-   * the facilitator's `/verify`. `chargePayer` runs once the payer is known, before the nonce
-   * is spent; it may refuse (daily cap).
+   * The checks that come before the handler, cheapest first: decode; match the offer and
+   * check payTo, amount, validity window and the signature's form (no hashing); take a
+   * signature check from the client's share (issue 22: a refusal here costs no hashing
+   * either); recover the signer; reserve the nonce (a replay is refused here, without asking
+   * the facilitator); then the facilitator's `/verify`. `chargePayer` runs once the payer is
+   * known, before the nonce is spent; it may refuse (daily cap).
    */
   async check(
     request: FastifyRequest,
@@ -169,13 +183,24 @@ export class X402Gate {
       return { ok: false, refusal };
     };
     const requirements = this.#requirementsFor(route, sale);
-    let verified: VerifiedPayment<PaymentOption>;
+    let checked: CheckedPayment<PaymentOption>;
     try {
       const payment = paymentFromHeaders(request.headers);
       if (payment === null) return refuse(this.challenge(route, sale));
-      verified = await verifyExactPayment(payment, requirements.options, {
-        now: this.#options.clock,
-      });
+      checked = checkExactPayment(payment, requirements.options, { now: this.#options.clock });
+    } catch (error) {
+      if (!(error instanceof PaymentError)) throw error;
+      return refuse(this.challenge(route, sale, error.code));
+    }
+    const share = this.#options.signatureBudget.take(this.#options.clientOf(request));
+    if (share !== "granted") {
+      const code = share === "client" ? "payment_rate_limited" : "overloaded";
+      return refuse(accessRefusal(code, {}, { "retry-after": "1" }), "limited");
+    }
+    let verified: VerifiedPayment<PaymentOption>;
+    try {
+      this.#options.onSignatureCheck?.();
+      verified = await recoverCheckedPayment(checked);
     } catch (error) {
       if (!(error instanceof PaymentError)) throw error;
       return refuse(this.challenge(route, sale, error.code));

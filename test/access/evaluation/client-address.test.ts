@@ -2,7 +2,11 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { describe, test } from "node:test";
-import { addressCounter, addressNetwork } from "../../../src/access/evaluation/client-address.js";
+import {
+  addressCounter,
+  addressNetwork,
+  SITE,
+} from "../../../src/access/evaluation/client-address.js";
 
 describe("client addresses", () => {
   test("IPv4 is the address; IPv6 its /64; IPv4-mapped IPv6 the IPv4 address", () => {
@@ -21,6 +25,29 @@ describe("client addresses", () => {
       ["192.0.2.256", null],
     ];
     for (const [address, network] of cases) assert.equal(addressNetwork(address), network, address);
+  });
+
+  test("a site is an IPv4 /24 or an IPv6 /48", () => {
+    const cases: [string, string | null][] = [
+      ["192.0.2.1", "192.0.2.0/24"],
+      ["192.0.2.255", "192.0.2.0/24"],
+      ["::ffff:10.1.2.3", "10.1.2.0/24"],
+      ["2001:db8:1:2:3:4:5:6", "2001:db8:1::/48"],
+      ["2001:db8:1:ffff::1", "2001:db8:1::/48"],
+      ["2001:db8::1", "2001:db8:0::/48"],
+      ["garbage", null],
+    ];
+    for (const [address, network] of cases) {
+      assert.equal(addressNetwork(address, SITE), network, address);
+    }
+    const key = randomBytes(32);
+    assert.equal(
+      addressCounter("2001:db8:1:2::a", key, SITE),
+      addressCounter("2001:db8:1:ff::b", key, SITE),
+    );
+    assert.notEqual(addressCounter("192.0.2.1", key, SITE), addressCounter("192.0.3.1", key, SITE));
+    // A site's counter is never a client's: the names differ even for one IPv4 address.
+    assert.notEqual(addressCounter("192.0.2.0", key, SITE), addressCounter("192.0.2.0", key));
   });
 
   test("a counter is an HMAC of the network: the same for one /64, opaque without the key", () => {

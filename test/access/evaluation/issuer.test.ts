@@ -1,5 +1,6 @@
 /**
- * The issuer of evaluation keys, without HTTP: the order of its checks, the two daily limits
+ * The issuer of evaluation keys, without HTTP: the order of its checks, the three daily limits,
+ * the rising difficulty
  * and what is given back when a later step refuses or fails.
  */
 import assert from "node:assert/strict";
@@ -13,12 +14,13 @@ import { MemoryChallengeLedger } from "../../../src/access/evaluation/challenge-
 import {
   ADDRESS_BUCKET_PREFIX,
   ChallengeLedgerUnavailableError,
+  difficultyAfter,
   EvaluationKeys,
   type EvaluationTerms,
   ISSUANCE_BUCKET,
 } from "../../../src/access/evaluation/issuer.js";
 import { nodeSha256 } from "../../../src/access/evaluation/node-sha256.js";
-import { solveProofOfWork } from "../../../src/access/evaluation/proof-of-work.js";
+import { parseChallenge, solveProofOfWork } from "../../../src/access/evaluation/proof-of-work.js";
 import { MemoryCapStore } from "../../../src/access/memory-cap-store.js";
 import {
   type DocumentStore,
@@ -31,8 +33,10 @@ const TERMS: EvaluationTerms = {
   keyDailyCap: 7,
   ttlHours: 2,
   perAddressDaily: 1,
+  perNetworkDaily: 3,
   perDay: 3,
   powBits: 4,
+  powRampBits: 0,
 };
 
 describe("EvaluationKeys", () => {
@@ -64,8 +68,8 @@ describe("EvaluationKeys", () => {
       addressKey: randomBytes(32),
       clock: () => clock.now,
     });
-    const solved = () => {
-      const { challenge, difficulty } = evaluation.challenge();
+    const solved = async () => {
+      const { challenge, difficulty } = await evaluation.challenge();
       return { challenge, nonce: solveProofOfWork(nodeSha256, challenge, difficulty) ?? "" };
     };
     return { clock, caps, ledger, keys, evaluation, solved };
@@ -73,7 +77,7 @@ describe("EvaluationKeys", () => {
 
   test("issues a key with the terms: its cap, its lifetime, findable by the key store", async () => {
     const { evaluation, solved, keys } = issuer();
-    const outcome = await evaluation.issue({ ...solved(), clientAddress: "192.0.2.1" });
+    const outcome = await evaluation.issue({ ...(await solved()), clientAddress: "192.0.2.1" });
     assert.ok(outcome.ok);
     const { key, record } = outcome.created;
     assert.equal(record.kind, "evaluation");
@@ -85,7 +89,7 @@ describe("EvaluationKeys", () => {
 
   test("a challenge that fails its checks counts against nothing and is not spent", async () => {
     const { evaluation, solved, caps } = issuer();
-    const { challenge, nonce } = solved();
+    const { challenge, nonce } = await solved();
     const tampered = { challenge: challenge.replace("evk1.4.", "evk1.0."), nonce };
     const refusals = [
       await evaluation.issue({ ...tampered, clientAddress: "192.0.2.1" }),
@@ -102,7 +106,7 @@ describe("EvaluationKeys", () => {
 
   test("a spent challenge is refused before any limit counts it", async () => {
     const { evaluation, solved, caps } = issuer({ terms: { perAddressDaily: 5 } });
-    const request = { ...solved(), clientAddress: "192.0.2.1" };
+    const request = { ...(await solved()), clientAddress: "192.0.2.1" };
     assert.equal((await evaluation.issue(request)).ok, true);
     const sizeAfterFirst = caps.size;
     const replay = await evaluation.issue({ ...request, clientAddress: "198.51.100.9" });
@@ -112,31 +116,39 @@ describe("EvaluationKeys", () => {
 
   test("an expired challenge is refused", async () => {
     const { evaluation, solved, clock } = issuer();
-    const request = { ...solved(), clientAddress: "192.0.2.1" };
+    const request = { ...(await solved()), clientAddress: "192.0.2.1" };
     clock.now += evaluation.challengeTtlSeconds * 1000;
     const outcome = await evaluation.issue(request);
     assert.deepEqual(outcome, { ok: false, refusal: { code: "challenge_expired" } });
   });
 
   test("one key per address per day (IPv6: per /64), with the wait to midnight", async () => {
-    const { evaluation, solved, clock } = issuer({ terms: { perDay: 100 } });
+    const { evaluation, solved, clock } = issuer({ terms: { perDay: 100, perNetworkDaily: 100 } });
     assert.equal(
-      (await evaluation.issue({ ...solved(), clientAddress: "2001:db8:1:2::1" })).ok,
+      (await evaluation.issue({ ...(await solved()), clientAddress: "2001:db8:1:2::1" })).ok,
       true,
     );
-    const again = await evaluation.issue({ ...solved(), clientAddress: "2001:db8:1:2::ffff" });
+    const again = await evaluation.issue({
+      ...(await solved()),
+      clientAddress: "2001:db8:1:2::ffff",
+    });
     assert.deepEqual(again, {
       ok: false,
-      refusal: { code: "evaluation_limit_reached", limit: 1, retryAfterSeconds: 50_400 },
+      refusal: {
+        code: "evaluation_limit_reached",
+        scope: "address",
+        limit: 1,
+        retryAfterSeconds: 50_400,
+      },
     });
     assert.equal(
-      (await evaluation.issue({ ...solved(), clientAddress: "2001:db8:1:3::1" })).ok,
+      (await evaluation.issue({ ...(await solved()), clientAddress: "2001:db8:1:3::1" })).ok,
       true,
     );
     // A new UTC day, a new count.
     clock.now = Date.parse("2026-11-22T00:00:00Z");
     assert.equal(
-      (await evaluation.issue({ ...solved(), clientAddress: "2001:db8:1:2::1" })).ok,
+      (await evaluation.issue({ ...(await solved()), clientAddress: "2001:db8:1:2::1" })).ok,
       true,
     );
   });
@@ -145,25 +157,111 @@ describe("EvaluationKeys", () => {
     const { evaluation, solved } = issuer({ terms: { perDay: 100 } });
     assert.equal(evaluation.addressBucket(undefined), `${ADDRESS_BUCKET_PREFIX}unknown`);
     assert.equal(evaluation.addressBucket("not an ip"), `${ADDRESS_BUCKET_PREFIX}unknown`);
-    assert.equal((await evaluation.issue({ ...solved(), clientAddress: undefined })).ok, true);
-    const second = await evaluation.issue({ ...solved(), clientAddress: "garbage" });
+    assert.equal(
+      (await evaluation.issue({ ...(await solved()), clientAddress: undefined })).ok,
+      true,
+    );
+    const second = await evaluation.issue({ ...(await solved()), clientAddress: "garbage" });
     assert.equal(!second.ok && second.refusal.code, "evaluation_limit_reached");
   });
 
   test("the overall limit refuses past perDay and gives the address its count back", async () => {
     const { evaluation, solved, caps } = issuer({ terms: { perDay: 2 } });
     for (const address of ["192.0.2.1", "192.0.2.2"]) {
-      assert.equal((await evaluation.issue({ ...solved(), clientAddress: address })).ok, true);
+      assert.equal(
+        (await evaluation.issue({ ...(await solved()), clientAddress: address })).ok,
+        true,
+      );
     }
-    const third = await evaluation.issue({ ...solved(), clientAddress: "192.0.2.3" });
+    const third = await evaluation.issue({ ...(await solved()), clientAddress: "192.0.2.3" });
     assert.deepEqual(third, {
       ok: false,
-      refusal: { code: "evaluation_keys_exhausted", limit: 2, retryAfterSeconds: 50_400 },
+      refusal: {
+        code: "evaluation_keys_exhausted",
+        scope: "overall",
+        limit: 2,
+        retryAfterSeconds: 50_400,
+      },
     });
     // The refused address was given its count back: it holds nothing today.
     const bucket = evaluation.addressBucket("192.0.2.3");
     assert.equal((await caps.consume(bucket, 1, T0)).allowed, true);
     assert.equal((await caps.consume(ISSUANCE_BUCKET, 2, T0)).allowed, false);
+  });
+
+  test("a network (IPv4 /24, IPv6 /48) has a limit of its own, behind each address's", async () => {
+    const { evaluation, solved, caps } = issuer({
+      terms: { perAddressDaily: 2, perNetworkDaily: 3, perDay: 100 },
+    });
+    const issue = async (clientAddress: string) =>
+      evaluation.issue({ ...(await solved()), clientAddress });
+    for (const address of ["192.0.2.1", "192.0.2.1", "192.0.2.200"]) {
+      assert.equal((await issue(address)).ok, true, address);
+    }
+    const sameSite = await issue("192.0.2.77");
+    assert.deepEqual(sameSite, {
+      ok: false,
+      refusal: {
+        code: "evaluation_limit_reached",
+        scope: "network",
+        limit: 3,
+        retryAfterSeconds: 50_400,
+      },
+    });
+    // The refused address got its own count back; another /24 is another network.
+    assert.equal(await caps.count(evaluation.addressBucket("192.0.2.77"), T0), 0);
+    assert.equal((await issue("192.0.3.1")).ok, true);
+    // IPv6: one /48, whatever /64 inside it.
+    for (const address of ["2001:db8:7:1::1", "2001:db8:7:2::1", "2001:db8:7:3::1"]) {
+      assert.equal((await issue(address)).ok, true, address);
+    }
+    const sixth = await issue("2001:db8:7:ffff::1");
+    assert.equal(!sixth.ok && "scope" in sixth.refusal && sixth.refusal.scope, "network");
+    assert.equal((await issue("2001:db8:8::1")).ok, true);
+  });
+
+  test("the difficulty rises as the day's issuance fills, and the challenge states it", async () => {
+    assert.deepEqual(
+      [0, 1, 24, 25, 100, 199, 200, 500].map((issued) =>
+        difficultyAfter(issued, { ...TERMS, perDay: 200, powBits: 16, powRampBits: 8 }),
+      ),
+      [16, 16, 16, 17, 20, 23, 24, 24],
+    );
+    assert.equal(difficultyAfter(200, { ...TERMS, perDay: 200, powBits: 30, powRampBits: 8 }), 32);
+    const { evaluation, solved, clock } = issuer({
+      terms: { perAddressDaily: 1, perNetworkDaily: 100, perDay: 4, powBits: 2, powRampBits: 4 },
+    });
+    // Taken while the day is fresh, spent once it is nearly full.
+    const early = await solved();
+    const seen: number[] = [];
+    for (let index = 0; index < 3; index += 1) {
+      const challenge = await evaluation.challenge();
+      seen.push(challenge.difficulty);
+      assert.equal(parseChallenge(challenge.challenge)?.difficulty, challenge.difficulty);
+      const nonce = solveProofOfWork(nodeSha256, challenge.challenge, challenge.difficulty) ?? "";
+      const outcome = await evaluation.issue({
+        challenge: challenge.challenge,
+        nonce,
+        clientAddress: `198.51.${index}.1`,
+      });
+      assert.equal(outcome.ok, true);
+    }
+    assert.deepEqual(seen, [2, 3, 4]);
+    assert.equal(await evaluation.currentDifficulty(), 5);
+    // A challenge is honoured at the difficulty it states, however many keys came after it.
+    assert.equal(parseChallenge(early.challenge)?.difficulty, 2);
+    assert.equal((await evaluation.issue({ ...early, clientAddress: "203.0.113.1" })).ok, true);
+    // A new UTC day starts at the base difficulty again.
+    clock.now = Date.parse("2026-11-22T09:00:00Z");
+    assert.equal((await evaluation.challenge()).difficulty, 2);
+  });
+
+  test("a cap store that cannot be read gives the ramp's top difficulty, not an error", async () => {
+    const { evaluation, caps } = issuer({ terms: { powBits: 3, powRampBits: 5 } });
+    caps.count = async () => {
+      throw new Error("connection refused");
+    };
+    assert.equal((await evaluation.challenge()).difficulty, 8);
   });
 
   test("a key store that fails gives both counts back; the error reaches the caller", async () => {
@@ -178,7 +276,7 @@ describe("EvaluationKeys", () => {
     };
     const { evaluation, solved, caps } = issuer({ store: failing });
     await assert.rejects(
-      evaluation.issue({ ...solved(), clientAddress: "192.0.2.1" }),
+      evaluation.issue({ ...(await solved()), clientAddress: "192.0.2.1" }),
       DocumentStoreUnavailableError,
     );
     assert.equal((await caps.consume(evaluation.addressBucket("192.0.2.1"), 1, T0)).allowed, true);
@@ -191,7 +289,7 @@ describe("EvaluationKeys", () => {
       throw new Error("connection refused");
     };
     await assert.rejects(
-      evaluation.issue({ ...solved(), clientAddress: "192.0.2.1" }),
+      evaluation.issue({ ...(await solved()), clientAddress: "192.0.2.1" }),
       ChallengeLedgerUnavailableError,
     );
     assert.equal(caps.size, 0);

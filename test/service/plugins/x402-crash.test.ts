@@ -170,8 +170,12 @@ function crashSuite(mode: Mode): void {
         FACILITATOR_URL: peer.url,
         PUBLIC_BASE_URL: "https://receiptd.example",
         X402_DAILY_CAP: "1000000",
-        // The test polls `GET /receipts` keylessly, counted against the anonymous bucket.
+        // The test polls `GET /receipts` keylessly, counted against the anonymous bucket, and
+        // pays from one address as fast as it can: no per-address share may shape it.
         ANON_DAILY_CAP: "1000000",
+        ANON_ADDRESS_DAILY_CAP: "1000000",
+        X402_SIGNATURE_CHECKS_PER_ADDRESS: "1000000",
+        X402_SIGNATURE_CHECKS_PER_SECOND: "1000000",
         CPU_THREADS: "1",
         CPU_MAX_QUEUE: String(4 * CONCURRENCY),
       };

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { createServer } from "node:net";
+import { type AddressInfo, createServer } from "node:net";
 import { after, before, describe, test } from "node:test";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { sealCrystal, tenantHashOf } from "../../../src/crystals/client.js";
@@ -32,6 +32,7 @@ import {
   wallet,
 } from "../../payments/support.js";
 import { corpusBytes } from "../../support/corpus.js";
+import { requestFrom } from "../support/from-address.js";
 import { startTestService, type TestService } from "../support/service.js";
 
 const GOOD = corpusBytes("vectors/01_happy_minimal.json");
@@ -450,6 +451,166 @@ describe("x402 refusals that never reach the facilitator", () => {
     assert.equal(answer.status, 502);
     assert.deepEqual(JSON.parse(answer.body), { error: "facilitator_unreachable" });
     assert.ok(!answer.body.includes("verdict"));
+  });
+});
+
+describe("x402 signature checks cost little, and each address has its share", () => {
+  const payer = wallet();
+  const forger = wallet();
+  let peer: { url: string; close(): Promise<void> };
+  let service: TestService;
+  let port: number;
+  before(async () => {
+    peer = await startFacilitatorPeer({ clock: () => NOW_MS });
+    service = await startTestService(
+      {
+        ...paymentsConfig(testSettings(), peer.url),
+        limits: { x402SignatureChecksPerAddress: 2, x402SignatureChecksPerSecond: 1000 },
+      },
+      // A frozen clock: the shares do not refill while the test runs, so counts are exact.
+      { clock: () => NOW_MS, anonymous: true },
+    );
+    await service.app.listen({ port: 0, host: "127.0.0.1" });
+    port = (service.app.server.address() as AddressInfo).port;
+  });
+  after(async () => {
+    await service.close();
+    await peer.close();
+  });
+
+  const recovered = async () =>
+    (await service.app.metrics.signatureChecks.get()).values[0]?.value ?? 0;
+  const verifyFrom = (address: string, headers: Record<string, string> = {}) =>
+    requestFrom(port, address, {
+      method: "POST",
+      path: "/verify",
+      headers: { "content-type": "application/json", ...headers },
+      body: GOOD,
+    });
+  const challengeOf = async (version: Version) => offerOf(await verifyFrom("127.0.4.1"), version);
+
+  test("a payment that breaks a cheap rule is refused without any signature work", async () => {
+    const v1 = await challengeOf(1);
+    const v2 = await challengeOf(2);
+    const signed = await signAuthorization(payer, requirementFromWire(v2.wire, 2));
+    const otherNetwork = new Map(v2.wire).set("network", "eip155:1");
+    const otherAsset = new Map(v2.wire).set("asset", "0x0000000000000000000000000000000000000001");
+    const cases: [string, Record<string, string>, string][] = [
+      [
+        "amount",
+        await paymentHeader(v1, payer, { value: 1n }),
+        "invalid_exact_evm_payload_authorization_value",
+      ],
+      [
+        "payTo",
+        await paymentHeader(v2, payer, { to: "0x000000000000000000000000000000000000dEaD" }),
+        "invalid_exact_evm_payload_recipient_mismatch",
+      ],
+      [
+        "network (v1)",
+        { "x-payment": toHeader(v1Payment("base-sepolia", signed)) },
+        "invalid_network",
+      ],
+      [
+        "network (v2)",
+        { "payment-signature": toHeader(v2Payment(otherNetwork, signed)) },
+        "invalid_network",
+      ],
+      [
+        "asset (v2)",
+        { "payment-signature": toHeader(v2Payment(otherAsset, signed)) },
+        "invalid_payment_requirements",
+      ],
+      [
+        "not yet valid",
+        await paymentHeader(v2, payer, { validAfter: NOW_S + 60n }),
+        "invalid_exact_evm_payload_authorization_valid_after",
+      ],
+      [
+        "expired",
+        await paymentHeader(v1, payer, { validBefore: NOW_S }),
+        "invalid_exact_evm_payload_authorization_valid_before",
+      ],
+      ["high s", await paymentHeader(v1, payer, {}, highS), "signature_high_s"],
+    ];
+    const before = await recovered();
+    // From one address, many more times than its share: none of these takes from it.
+    for (let round = 0; round < 3; round += 1) {
+      for (const [name, headers, code] of cases) {
+        const answer = await verifyFrom("127.0.4.2", headers);
+        assert.equal(answer.status, 402, name);
+        assert.equal(JSON.parse(answer.body).error, code, name);
+      }
+    }
+    assert.equal(await recovered(), before, "no signature was recovered");
+    const paid = await verifyFrom("127.0.4.2", await paymentHeader(v2, payer));
+    assert.equal(paid.status, 200, paid.body);
+    assert.equal(await recovered(), before + 1);
+  });
+
+  test("bogus signatures from one address do not starve another", async () => {
+    const offer = await challengeOf(2);
+    const before = await recovered();
+    const refusals: string[] = [];
+    for (let i = 0; i < 40; i += 1) {
+      // Signed by the forger, claiming to be from the payer: well formed, wrong signer.
+      const bogus = await paymentHeader(offer, forger, { from: payer.address });
+      const answer = await verifyFrom("127.0.5.1", bogus);
+      refusals.push(`${answer.status} ${JSON.parse(answer.body).error}`);
+      if (answer.status === 429) assert.equal(answer.headers["retry-after"], "1");
+    }
+    // Its share (2 a second, a burst of 4) was recovered; the other 36 were refused before
+    // any hashing.
+    assert.deepEqual(refusals.slice(0, 4), Array(4).fill("402 signer_mismatch"));
+    assert.deepEqual(new Set(refusals.slice(4)), new Set(["429 payment_rate_limited"]));
+    assert.equal(await recovered(), before + 4);
+    // Another address (even of the same /24) pays at once.
+    const honest = await verifyFrom("127.0.5.2", await paymentHeader(offer, payer));
+    assert.equal(honest.status, 200, honest.body);
+    assert.equal(JSON.parse(honest.body).verdict, "TRUSTED");
+    const metrics = await service.app.metrics.payments.get();
+    const limited = metrics.values.find((value) => value.labels.outcome === "limited");
+    assert.equal(limited?.value, 36);
+  });
+});
+
+describe("x402 signature checks: the process's share", () => {
+  test("past it every client is refused with 503 overloaded, before any hashing", async () => {
+    const service = await startTestService(
+      {
+        ...paymentsConfig(testSettings(), await closedPortUrl()),
+        limits: { x402SignatureChecksPerAddress: 100, x402SignatureChecksPerSecond: 2 },
+      },
+      { clock: () => NOW_MS, anonymous: true },
+    );
+    try {
+      const payer = wallet();
+      const challenge = await service.app.inject({ method: "POST", url: "/verify", payload: GOOD });
+      const offer = offerOf(
+        { status: challenge.statusCode, headers: challenge.headers, body: challenge.body },
+        1,
+      );
+      const statuses: string[] = [];
+      for (const remoteAddress of ["192.0.2.1", "198.51.100.1", "203.0.113.1", "192.0.2.9"]) {
+        const answer = await service.app.inject({
+          method: "POST",
+          url: "/verify",
+          headers: await paymentHeader(offer, payer, { value: 10_000n, from: wallet().address }),
+          payload: GOOD,
+          remoteAddress,
+        });
+        statuses.push(`${answer.statusCode} ${answer.json().error}`);
+      }
+      // A process-wide share of 2 allows a burst of 2 checks (one second's worth).
+      assert.deepEqual(statuses, [
+        "402 signer_mismatch",
+        "402 signer_mismatch",
+        "503 overloaded",
+        "503 overloaded",
+      ]);
+    } finally {
+      await service.close();
+    }
   });
 });
 

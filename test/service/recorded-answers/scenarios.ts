@@ -1753,6 +1753,8 @@ const EVALUATION_TERMS = {
   perAddressDaily: 1,
   perDay: 2,
   powBits: 8,
+  perNetworkDaily: 100,
+  powRampBits: 0,
 };
 
 async function evaluationService(r: Recorder): Promise<void> {

@@ -67,7 +67,9 @@ export function issuedKeyAnswer({ key, record }: CreatedKey) {
   };
 }
 
-const DETAILS: Record<IssueRefusal["code"], (limit: number) => string> = {
+type Scope = "address" | "network" | "overall";
+
+const DETAILS: Record<IssueRefusal["code"], (limit: number, scope: Scope) => string> = {
   invalid_challenge: () =>
     "the challenge was not issued by this service or was altered; get a new one from GET /keys/evaluation/challenge",
   challenge_expired: () =>
@@ -75,8 +77,10 @@ const DETAILS: Record<IssueRefusal["code"], (limit: number) => string> = {
   insufficient_proof_of_work: () => `the nonce does not solve the challenge: ${PROOF_OF_WORK_RULE}`,
   challenge_already_used: () =>
     "this challenge was already spent; each challenge buys at most one key",
-  evaluation_limit_reached: (limit) =>
-    `this client address has obtained ${limit} evaluation key(s) today, the limit; more after 00:00 UTC`,
+  evaluation_limit_reached: (limit, scope) =>
+    scope === "network"
+      ? `this client's network (IPv4 /24, IPv6 /48) has obtained ${limit} evaluation key(s) today, the limit; more after 00:00 UTC`
+      : `this client address has obtained ${limit} evaluation key(s) today, the limit; more after 00:00 UTC`,
   evaluation_keys_exhausted: (limit) =>
     `the service has issued ${limit} evaluation keys today, the limit; more after 00:00 UTC`,
 };
@@ -90,20 +94,24 @@ export function issueRefusal(refusal: IssueRefusal): {
   if ("limit" in refusal) {
     return {
       error: new ServiceError(code, {
-        detail: DETAILS[refusal.code](refusal.limit),
+        detail: DETAILS[refusal.code](refusal.limit, refusal.scope),
         limit: refusal.limit,
       }),
       retryAfterSeconds: refusal.retryAfterSeconds,
     };
   }
   return {
-    error: new ServiceError(code, { detail: DETAILS[refusal.code](0) }),
+    error: new ServiceError(code, { detail: DETAILS[refusal.code](0, "overall") }),
     retryAfterSeconds: null,
   };
 }
 
-/** What `/info` says of evaluation keys (null when they are off). */
-export function evaluationTerms(evaluation: EvaluationKeys | null) {
+/**
+ * What `/info` says of evaluation keys (null when they are off). `difficulty` is what a
+ * challenge asks at this moment (the day's issuance read from the cap store); the challenge
+ * itself states the difficulty it is checked at.
+ */
+export async function evaluationTerms(evaluation: EvaluationKeys | null) {
   if (evaluation === null) return null;
   const { terms } = evaluation;
   return {
@@ -112,10 +120,16 @@ export function evaluationTerms(evaluation: EvaluationKeys | null) {
     key_daily_cap: terms.keyDailyCap,
     key_lifetime_hours: terms.ttlHours,
     keys_per_address_daily: terms.perAddressDaily,
+    keys_per_network_daily: terms.perNetworkDaily,
     keys_per_day: terms.perDay,
     proof_of_work: {
       algorithm: PROOF_OF_WORK_ALGORITHM,
-      difficulty: terms.powBits,
+      difficulty: await evaluation.currentDifficulty(),
+      base_difficulty: terms.powBits,
+      ramp_bits: terms.powRampBits,
+      ramp:
+        "difficulty = base_difficulty + floor(ramp_bits × keys issued today / keys_per_day), " +
+        "at most 32; each challenge states its own",
       rule: PROOF_OF_WORK_RULE,
       challenge_ttl_s: evaluation.challengeTtlSeconds,
     },

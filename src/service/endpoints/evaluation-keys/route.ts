@@ -92,7 +92,7 @@ export async function evaluationKeyRoutes(app: FastifyInstance) {
     async (_request, reply) => {
       noStore(reply);
       if (evaluation === null) throw disabledRefusal();
-      return challengeAnswer(evaluation.challenge());
+      return challengeAnswer(await evaluation.challenge());
     },
   );
 

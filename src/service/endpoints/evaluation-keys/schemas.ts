@@ -90,12 +90,22 @@ export const evaluationTermsSchema = {
       type: "integer",
       description: "keys one client address (IPv6: /64) may obtain per UTC day",
     },
+    keys_per_network_daily: {
+      type: "integer",
+      description: "keys the addresses of one IPv4 /24 (IPv6 /48) may obtain together per UTC day",
+    },
     keys_per_day: { type: "integer", description: "keys issued per UTC day, all clients" },
     proof_of_work: {
       type: "object",
       properties: {
         algorithm: { type: "string" },
-        difficulty: { type: "integer" },
+        difficulty: {
+          type: "integer",
+          description: "what a challenge asks now; it rises as the day's issuance fills",
+        },
+        base_difficulty: { type: "integer", description: "the day's first challenges" },
+        ramp_bits: { type: "integer", description: "bits added by the time the day is full" },
+        ramp: { type: "string" },
         rule: { type: "string" },
         challenge_ttl_s: { type: "integer" },
       },

@@ -118,6 +118,16 @@ const infoSchema = {
                 "past it the work is stopped and the answer is 503 work_limit_exceeded",
             },
             digest_cache: looseObject,
+            anonymous: {
+              type: "object",
+              description:
+                "keyless calls per UTC day: each client address's share, and the cap behind all shares",
+              properties: {
+                daily_cap: { type: "integer" },
+                per_address_daily_cap: { type: "integer" },
+                address: { type: "string" },
+              },
+            },
           },
         },
         evaluation_keys: evaluationTermsSchema,
@@ -191,7 +201,7 @@ export interface InfoRoutesOptions {
 export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOptions) {
   const { limits } = app.serviceConfig;
   let endpoints: Record<string, string> | undefined;
-  const info = () => {
+  const info = async () => {
     endpoints ??= endpointsOf(app.swagger() as OpenApiDocument);
     const issuer = app.serviceIdentity.signer().did;
     return {
@@ -241,16 +251,22 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
           max_entries: limits.digestCacheMaxEntries,
           stores: "verdict payloads only, in memory (Redis when distributed); never on disk",
         },
+        anonymous: {
+          daily_cap: limits.anonymousDailyCap,
+          per_address_daily_cap: limits.anonymousAddressDailyCap,
+          address: "an IPv4 address or an IPv6 /64, as seen through TRUST_PROXY",
+        },
       },
       payments: paymentsInfo(app.serviceConfig.payments.settings),
-      evaluation_keys: evaluationTerms(app.accessServices.evaluation),
+      evaluation_keys: await evaluationTerms(app.accessServices.evaluation),
       privacy: {
         request_bodies: "never logged or stored, except documents you ask to host (anchors)",
         logs: "request id, method, route template, status, latency; no query strings or IPs",
         digest_cache: "opt-in per request; without ?cache=1 nothing about a request is kept",
         client_addresses:
-          "never logged or stored; issuing an evaluation key counts against a keyed hash of " +
-          "the address (IPv6: of its /64), dropped once the UTC day is over",
+          "never logged or stored; keyless calls and evaluation keys count against keyed " +
+          "hashes of the address (IPv6: of its /64) and, for evaluation keys, of its /24 " +
+          "(IPv6: /48), dropped once the UTC day is over",
       },
     };
   };

@@ -252,6 +252,9 @@ function derivedCodes(path: string, facts: RouteFacts, payments: boolean): Error
         "facilitator_timeout",
         "payments_unavailable",
         "nonce_ledger_unavailable",
+        // The signature-check shares (payments/signature-budget.ts): the client's, the process's.
+        "payment_rate_limited",
+        "overloaded",
       );
     }
   }

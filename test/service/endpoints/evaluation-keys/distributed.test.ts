@@ -52,7 +52,7 @@ async function deployTwo(prefix: string, schema: string): Promise<EvaluationDepl
     internalTokenFile,
     auditDir,
     evaluationKeys: FLOW_TERMS,
-    limits: { anonymousDailyCap: FLOW_ANONYMOUS_CAP },
+    limits: { anonymousDailyCap: FLOW_ANONYMOUS_CAP, anonymousAddressDailyCap: FLOW_ANONYMOUS_CAP },
     logLevel: "trace" as const,
     logDestination: { write: (line: string) => logs.push(line) },
   };

@@ -30,11 +30,17 @@ export const FLOW_TERMS: EvaluationKeysConfig = {
   keyDailyCap: 3,
   ttlHours: 1,
   perAddressDaily: 1,
+  // The flow's addresses share 192.0.2.0/24: the network limit is issuer.test.ts's to test.
+  perNetworkDaily: 100,
   perDay: 4,
   powBits: 6,
+  powRampBits: 0,
 };
 
-/** The anonymous daily cap the deployments run with. */
+/**
+ * The anonymous daily cap the deployments run with, and each address's share of it (the same:
+ * the shares are anonymous-shares.test.ts's to test).
+ */
 export const FLOW_ANONYMOUS_CAP = 500;
 
 export interface EvaluationDeployment {

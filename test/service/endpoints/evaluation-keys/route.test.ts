@@ -27,7 +27,10 @@ evaluationKeysFlow("embedded", async (terms): Promise<EvaluationDeployment> => {
   const service = await startTestService(
     {
       evaluationKeys: terms,
-      limits: { anonymousDailyCap: FLOW_ANONYMOUS_CAP },
+      limits: {
+        anonymousDailyCap: FLOW_ANONYMOUS_CAP,
+        anonymousAddressDailyCap: FLOW_ANONYMOUS_CAP,
+      },
       auditDir,
       logLevel: "trace",
       logDestination: { write: (line) => logs.push(line) },
@@ -139,6 +142,39 @@ describe("the client address behind a trusted proxy", () => {
   });
 });
 
+describe("the difficulty rises as the day's keys are issued", () => {
+  let service: TestService;
+  before(async () => {
+    service = await startTestService(
+      { evaluationKeys: { ...FLOW_TERMS, perDay: 4, powBits: 3, powRampBits: 4 } },
+      { anonymous: true },
+    );
+  });
+  after(() => service.close());
+
+  test("each challenge, and /info, states the difficulty of the moment", async () => {
+    const difficulties: number[] = [];
+    const stated: number[] = [];
+    for (const address of ["192.0.2.1", "198.51.100.1", "203.0.113.1"]) {
+      const info = (await service.app.inject({ method: "GET", url: "/info" })).json();
+      stated.push(info.evaluation_keys.proof_of_work.difficulty);
+      const answer = await service.app.inject({ method: "GET", url: "/keys/evaluation/challenge" });
+      const { challenge, difficulty } = answer.json();
+      difficulties.push(difficulty);
+      assert.equal(challenge.split(".")[1], String(difficulty));
+      const issued = await service.app.inject({
+        method: "POST",
+        url: "/keys/evaluation",
+        payload: { challenge, nonce: solveProofOfWork(nodeSha256, challenge, difficulty) },
+        remoteAddress: address,
+      });
+      assert.equal(issued.statusCode, 201);
+    }
+    assert.deepEqual(difficulties, [3, 4, 5]);
+    assert.deepEqual(stated, difficulties);
+  });
+});
+
 describe("the terms in /info and /openapi.json", () => {
   let service: TestService;
   before(async () => {
@@ -154,10 +190,14 @@ describe("the terms in /info and /openapi.json", () => {
       key_daily_cap: 3,
       key_lifetime_hours: 1,
       keys_per_address_daily: 1,
+      keys_per_network_daily: 100,
       keys_per_day: 4,
       proof_of_work: {
         algorithm: "sha256-leading-zero-bits",
         difficulty: 6,
+        base_difficulty: 6,
+        ramp_bits: 0,
+        ramp: "difficulty = base_difficulty + floor(ramp_bits × keys issued today / keys_per_day), at most 32; each challenge states its own",
         rule: "find a nonce (1–64 characters of A–Z a–z 0–9 - _) such that SHA-256 of the ASCII bytes of challenge followed directly by the ASCII bytes of nonce starts with `difficulty` zero bits",
         challenge_ttl_s: 300,
       },

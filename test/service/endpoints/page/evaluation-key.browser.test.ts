@@ -33,13 +33,19 @@ const repository = fileURLToPath(new URL("../../../../", import.meta.url));
 const shots = process.env.SCREENSHOT_DIR ?? mkdtempSync(join(tmpdir(), "receiptd-key-shots-"));
 const RECORD = process.env.RECORD_SCREENSHOTS === "1";
 
-/** Small terms: 8 bits of work (a few hundred hashes), one key per address and day. */
+/**
+ * Small terms: 8 bits of work (a few hundred hashes), one key per address and day. The
+ * difficulty rises one bit per key issued, so the page's second challenge asks more than the
+ * /info it read when the tab opened: the page must solve what the challenge states.
+ */
 const TERMS: EvaluationKeysConfig = {
   keyDailyCap: 5,
   ttlHours: 2,
   perAddressDaily: 1,
+  perNetworkDaily: 10,
   perDay: 10,
   powBits: 8,
+  powRampBits: 10,
 };
 
 const BUNDLE = "02_happy_full.json";
