@@ -14,6 +14,7 @@ import {
   emptyObjectsBundle,
   generatedBundle,
   settlementBody,
+  withBadSignatures,
 } from "./fixtures.js";
 import type { RequestSpec } from "./load.js";
 import type { GoalCheck, ScenarioResult } from "./types.js";
@@ -77,6 +78,13 @@ const batches = Array.from({ length: DISTINCT_BATCHES }, (_, b) =>
   batchBody(
     Array.from({ length: BATCH_SIZE }, (_, i) =>
       generatedBundle(BUNDLE_RECEIPTS, DISTINCT_BUNDLES + b * BATCH_SIZE + i),
+    ),
+  ),
+);
+const badSignatureBatches = Array.from({ length: DISTINCT_BATCHES }, (_, b) =>
+  batchBody(
+    Array.from({ length: BATCH_SIZE }, (_, i) =>
+      withBadSignatures(generatedBundle(BUNDLE_RECEIPTS, DISTINCT_BUNDLES + b * BATCH_SIZE + i)),
     ),
   ),
 );
@@ -161,6 +169,31 @@ const batch50: Scenario = {
   floor: true,
   // Issue 15's goal; before it, ≥ 2,000 bundles/s and ≥ 85% of the ceiling.
   goal: atLeast("≥ 90% of ceiling", (r) => (r.ceilingRatio ?? 0) >= 0.9),
+};
+
+/** A batch answer of `count` results, every one UNTRUSTED by a signature error. */
+const allUntrusted = (count: number) => (status: number, body: string) =>
+  status === 200 &&
+  body.endsWith(`"count":${count},"service":"continuity-receipt-verify"}`) &&
+  !/"verdict":"(?!UNTRUSTED)/.test(body) &&
+  body.includes('"bad_signature"');
+
+// Every signature fails: libsodium's no stands without asking OpenSSL (docs/verifier-decisions.md),
+// so a batch of forgeries should cost what a batch of good bundles costs.
+const badSignatures: Scenario = {
+  id: "bad-signatures",
+  title: "50-bundle batch, every signature bad",
+  unit: "bundles",
+  itemsPerRequest: BATCH_SIZE,
+  verificationsPerRequest: BATCH_SIZE * BUNDLE_RECEIPTS,
+  connections: 4,
+  request: (n, deployment) => ({
+    method: "POST",
+    path: "/verify",
+    headers: keyed(deployment),
+    body: badSignatureBatches[n % DISTINCT_BATCHES]!,
+  }),
+  accept: allUntrusted(BATCH_SIZE),
 };
 
 const batch50Receipts: Scenario = {
@@ -425,6 +458,7 @@ const hostileMcpAmplification: Scenario = {
 export const SCENARIOS: readonly Scenario[] = [
   singleBundle,
   batch50,
+  badSignatures,
   batch50Receipts,
   cacheHits,
   verifyReceipt,
