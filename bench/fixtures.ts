@@ -72,6 +72,20 @@ export function generatedBundle(receiptCount: number, variant = 0): Uint8Array {
 }
 
 /** `{"bundles":[…]}` of the given bundles, as the bytes a client sends. */
+/**
+ * `bundle` with every signature broken: the first base64url character of each `sig.value`
+ * changed, so R differs in its top bits. R stays an ordinary point encoding and S stays
+ * below L, so each check costs a full verification before it fails.
+ */
+export function withBadSignatures(bundle: Uint8Array): Buffer {
+  const text = Buffer.from(bundle).toString("utf8");
+  const broken = text.replace(/"value":"(.)/g, (_match, first: string) => {
+    return `"value":"${first === "A" ? "B" : "A"}`;
+  });
+  if (broken === text) throw new Error("withBadSignatures: the bundle has no signature");
+  return Buffer.from(broken, "utf8");
+}
+
 export function batchBody(bundles: readonly Uint8Array[]): Buffer {
   const parts: Buffer[] = [Buffer.from('{"bundles":[')];
   bundles.forEach((bundle, index) => {

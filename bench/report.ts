@@ -37,12 +37,19 @@ function formatMB(mebibytes: number | null | undefined): string {
 const numberWords = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight"];
 
 export function ceilingLine(run: BenchRun): string {
-  const { threads, verificationsPerSecond, bundlesPerSecond, signaturesPerBundle } = run.ceiling;
+  const { implementation, threads, verificationsPerSecond, bundlesPerSecond, signaturesPerBundle } =
+    run.ceiling;
   const perBundle = numberWords[signaturesPerBundle] ?? String(signaturesPerBundle);
+  const openssl = run.opensslCeiling;
   return (
-    `crypto ceiling: ${wholeNumber.format(verificationsPerSecond)} Ed25519 verifications/s` +
+    `crypto ceiling${implementation === undefined ? "" : ` (${implementation})`}: ` +
+    `${wholeNumber.format(verificationsPerSecond)} Ed25519 verifications/s` +
     ` on ${threads} thread${threads === 1 ? "" : "s"}` +
-    ` = ${wholeNumber.format(bundlesPerSecond)} ${perBundle}-receipt bundles/s`
+    ` = ${wholeNumber.format(bundlesPerSecond)} ${perBundle}-receipt bundles/s` +
+    (openssl === undefined
+      ? ""
+      : `; OpenSSL: ${wholeNumber.format(openssl.verificationsPerSecond)}/s` +
+        ` = ${wholeNumber.format(openssl.bundlesPerSecond)} bundles/s`)
   );
 }
 

@@ -214,8 +214,11 @@ async function runBench(): Promise<number> {
   const connections = positiveInteger(args.connections, "--connections");
   const threads = positiveInteger(args.threads, "--threads");
 
-  console.log("measuring the Ed25519 ceiling on every core …");
-  const ceiling = await measureCeiling(signaturesOf(benchBundle), args.quick ? 500 : 3_000);
+  console.log("measuring the Ed25519 ceilings (libsodium, then OpenSSL) on every core …");
+  const ceilingMs = args.quick ? 500 : 3_000;
+  const ceilingSignatures = signaturesOf(benchBundle);
+  const ceiling = await measureCeiling(ceilingSignatures, ceilingMs);
+  const opensslCeiling = await measureCeiling(ceilingSignatures, ceilingMs, undefined, "openssl");
 
   let local: ServiceProcess | undefined;
   let floor: RunningFloor | undefined;
@@ -299,6 +302,7 @@ async function runBench(): Promise<number> {
         memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
       },
       ceiling,
+      opensslCeiling,
       ...(previous === null || previousFile === null
         ? {}
         : { previous: previousRunSummary(previousFile, previous) }),

@@ -54,7 +54,12 @@ export interface GoalCheck {
   met: boolean;
 }
 
+/** Whose Ed25519 the ceiling loop runs: libsodium (the service's) or OpenSSL (its fallback). */
+export type CeilingImplementation = "libsodium" | "openssl";
+
 export interface CeilingMeasurement {
+  /** Absent in runs recorded before libsodium, whose ceiling was OpenSSL's. */
+  implementation?: CeilingImplementation;
   /** Worker threads used, one per core. */
   threads: number;
   /** Ed25519 verifications per second over all threads, of the bench bundle's own signatures. */
@@ -69,7 +74,10 @@ export interface BenchRun {
   quick: boolean;
   mode: "embedded" | "distributed";
   machine: { cpus: number; cpuModel: string; node: string; platform: string; memoryGiB: number };
+  /** libsodium's ceiling, which `ceilingRatio` divides by. */
   ceiling: CeilingMeasurement;
+  /** OpenSSL's, measured beside it (the fallback's ceiling, and the one of earlier runs). */
+  opensslCeiling?: CeilingMeasurement;
   /** The recorded run the `vsPrevious` ratios compare with. */
   previous?: PreviousRun;
   results: ScenarioResult[];

@@ -12,7 +12,8 @@
 // Asset names carry a hash of their content, so the server can let browsers keep them for a
 // year. Two substitutions make it a browser build of the same verifier:
 // - `src/verifier/crypto/platform.js` resolves to `platform.browser.ts` (@noble instead of
-//   node:crypto; see src/verifier/crypto/provider.ts);
+//   libsodium and node:crypto; see src/verifier/crypto/provider.ts): the build fails if the
+//   bundle holds sodium-native or either server implementation;
 // - `Buffer` is src/web/platform/buffer.ts, injected.
 // `node:crypto` itself still appears in src/verifier's signing code, which the page never
 // calls: it resolves to a stub whose every export throws, and the build fails unless
@@ -148,10 +149,14 @@ export async function buildWeb(root) {
       throw new Error(`build-web: a path of ${name} reaches node:crypto (see the stub's callers)`);
     }
     const bundled = built.metafile.outputs[relative(root, join(outdir, name))];
-    if (
-      Object.keys(bundled.inputs).some((input) => input.endsWith("src/verifier/crypto/node.ts"))
-    ) {
-      throw new Error(`build-web: ${name} bundles the node:crypto implementation`);
+    for (const [server, what] of [
+      ["src/verifier/crypto/node.ts", "the node:crypto implementation"],
+      ["src/verifier/crypto/sodium.ts", "the libsodium implementation"],
+      ["/sodium-native/", "sodium-native"],
+    ]) {
+      if (Object.keys(bundled.inputs).some((input) => input.includes(server))) {
+        throw new Error(`build-web: ${name} bundles ${what}`);
+      }
     }
   }
 

@@ -17,6 +17,7 @@ import {
   type ServiceConfig,
 } from "../service/config.js";
 import { environmentHelp } from "../service/config-reference.js";
+import { ed25519Summary } from "../service/ed25519-summary.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "../service/service-key.js";
 import { openDocumentStore } from "../storage/open.js";
 import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
@@ -124,6 +125,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       database: config.databaseUrl === null ? "off" : "on",
       concurrency: settings.concurrency,
       metrics: "off",
+      ed25519: ed25519Summary(),
     },
     "worker ready",
   );

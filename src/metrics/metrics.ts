@@ -9,6 +9,7 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { VERDICTS, type Verdict } from "../verifier/bundle/result.js";
+import { verifierCrypto } from "../verifier/crypto/provider.js";
 
 /** What Prometheus expects in `Content-Type` for the text format prom-client writes. */
 export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
@@ -99,6 +100,7 @@ export class ProcessMetrics {
   readonly queueUp: Gauge<"queue">;
   readonly queueJobFailures: Counter<"queue" | "final">;
   readonly storeErrors: Counter<"operation" | "kind">;
+  readonly cryptoProvider: Gauge<"provider">;
   #queues: QueueStatsSource | null = null;
   #reading: Promise<ReadonlyMap<string, QueueStats | null>> | null = null;
 
@@ -157,6 +159,16 @@ export class ProcessMetrics {
     for (const operation of STORE_OPERATIONS) {
       for (const kind of ["unavailable", "other"]) this.storeErrors.inc({ operation, kind }, 0);
     }
+    this.cryptoProvider = new Gauge({
+      name: "receiptd_crypto_provider_info",
+      help: "1 for the Ed25519 implementation this process verifies and signs with: libsodium, or openssl where sodium-native cannot be used.",
+      labelNames: ["provider"],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.set({ provider: verifierCrypto().id }, 1);
+      },
+    });
   }
 
   /** Reports `source`'s queues from now on (distributed mode). */

@@ -17,6 +17,7 @@ import { ServiceMetrics } from "../metrics/metrics.js";
 import { observeDocumentStore } from "../metrics/observe.js";
 import { RedisOutages } from "../redis/outages.js";
 import type { DocumentStore } from "../storage/document-store.js";
+import { verifierCrypto } from "../verifier/crypto/provider.js";
 import { createAccessServices } from "./access-services.js";
 import { type Backends, openBackends, openQueues } from "./backends.js";
 import type { ServiceConfig } from "./config.js";
@@ -144,6 +145,7 @@ export async function buildApp(
     corpusDir: config.corpusDir,
     maxBatch: config.limits.maxBatch,
     maxResultBytes: config.limits.maxResultBytes,
+    ed25519: verifierCrypto().id,
   };
   const pool = new CpuPool({
     threads: config.cpuPool.threads,

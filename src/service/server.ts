@@ -7,6 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { startMetricsServer } from "../metrics/server.js";
 import { buildApp } from "./app.js";
 import { openFileLimit, type ServiceConfig } from "./config.js";
+import { ed25519Summary } from "./ed25519-summary.js";
 import { removeServerFile, writeServerFile } from "./server-file.js";
 
 const SHUTDOWN_SIGNALS = ["SIGTERM", "SIGINT"] as const;
@@ -125,6 +126,8 @@ export interface StartupSummary {
   database: "on" | "off";
   /** Whether anyone may obtain an evaluation key (`EVALUATION_KEYS`). */
   evaluationKeys: "on" | "off";
+  /** `libsodium`, or `openssl: <why sodium-native is not in use>` (`ed25519Summary`). */
+  ed25519: string;
 }
 
 /** What an operator needs to see at a glance that the process runs as intended. */
@@ -142,6 +145,7 @@ export function startupSummary(config: ServiceConfig, issuer: string, url: strin
     redis: config.redisUrl === null ? "off" : "on",
     database: config.databaseUrl === null ? "off" : "on",
     evaluationKeys: config.evaluationKeys === null ? "off" : "on",
+    ed25519: ed25519Summary(),
   };
 }
 

@@ -177,6 +177,27 @@ describe("renderTable", () => {
     );
   });
 
+  test("the libsodium ceiling is named, with OpenSSL's beside it", () => {
+    const both = renderTable({
+      ...run,
+      ceiling: { ...run.ceiling, implementation: "libsodium" },
+      opensslCeiling: {
+        implementation: "openssl",
+        threads: 2,
+        verificationsPerSecond: 9_216,
+        bundlesPerSecond: 1536,
+        signaturesPerBundle: 6,
+      },
+    });
+    assert.ok(
+      both
+        .split("\n")
+        .includes(
+          "crypto ceiling (libsodium): 18,432 Ed25519 verifications/s on 2 threads = 3,072 six-receipt bundles/s; OpenSSL: 9,216/s = 1,536 bundles/s",
+        ),
+    );
+  });
+
   test("rows keep the given order and show formatted figures", () => {
     const titleLines = lines.filter((line) => /^(single bundle|50-bundle|health check)/.test(line));
     assert.equal(titleLines.length, run.results.length);

@@ -14,6 +14,8 @@ import {
   type DocumentStore,
   DocumentStoreUnavailableError,
 } from "../../src/storage/document-store.js";
+import { nodeCrypto } from "../../src/verifier/crypto/node.js";
+import { setVerifierCrypto } from "../../src/verifier/crypto/provider.js";
 import { parseExposition, sampleValue } from "../support/prometheus.js";
 
 async function closedPort(): Promise<number> {
@@ -54,6 +56,21 @@ describe("metrics", () => {
     for (const family of families) {
       const help = new RegExp(`^# HELP ${family} (.+)$`, "m").exec(text)?.[1] ?? "";
       assert.ok(help.length > 20, `help of ${family}: ${help}`);
+    }
+  });
+
+  test("the crypto provider in use is named, and follows a switch to OpenSSL", async () => {
+    const metrics = new ProcessMetrics();
+    const provider = async () =>
+      parseExposition(await metrics.render())
+        .filter((sample) => sample.name === "receiptd_crypto_provider_info")
+        .map((sample) => [sample.labels.provider, sample.value]);
+    assert.deepEqual(await provider(), [["libsodium", 1]]);
+    const previous = setVerifierCrypto(nodeCrypto);
+    try {
+      assert.deepEqual(await provider(), [["openssl", 1]]);
+    } finally {
+      setVerifierCrypto(previous);
     }
   });
 

@@ -1,8 +1,11 @@
 /** The service's common behaviour (service.md §0, §11): metadata, 404, request ids, faults. */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { ed25519Summary } from "../../src/service/ed25519-summary.js";
 import { SUPPORTED_SPECS } from "../../src/verifier/bundle/record-types.js";
 import { VERDICTS } from "../../src/verifier/bundle/result.js";
+import { nodeCrypto } from "../../src/verifier/crypto/node.js";
+import { setVerifierCrypto, verifierCrypto } from "../../src/verifier/crypto/provider.js";
 import { VERIFIER_VERSION } from "../../src/verifier/version.js";
 import { corpusBytes } from "../support/corpus.js";
 import { fixtureTaskModule, startTestService, type TestService } from "./support/service.js";
@@ -38,6 +41,7 @@ describe("service basics", () => {
     assert.equal(info.limits.max_batch, 50);
     assert.equal(info.issuer, service.app.serviceIdentity.signer().did);
     assert.match(info.issuer, /^did:key:z6Mk/);
+    assert.deepEqual(info.crypto, { ed25519: "libsodium" });
   });
 
   test("unknown paths → 404 not_found", async () => {
@@ -138,5 +142,44 @@ describe("route access classes", () => {
     } finally {
       await service.close();
     }
+  });
+});
+
+describe("a service on OpenSSL, as where sodium-native cannot load", () => {
+  let service: TestService;
+  const previous = verifierCrypto();
+  before(async () => {
+    setVerifierCrypto(nodeCrypto);
+    service = await startTestService();
+  });
+  after(async () => {
+    await service.close();
+    setVerifierCrypto(previous);
+  });
+
+  test("the startup line says OpenSSL and why", () => {
+    assert.equal(
+      ed25519Summary("openssl", "sodium-native did not load: No native build was found"),
+      "openssl: sodium-native did not load: No native build was found",
+    );
+    assert.equal(ed25519Summary("openssl", null), "openssl");
+    assert.equal(ed25519Summary("libsodium", null), "libsodium");
+  });
+
+  test("/info and the metrics name OpenSSL, and the worker threads verify with it", async () => {
+    const info = (await service.app.inject({ method: "GET", url: "/info" })).json();
+    assert.deepEqual(info.crypto, { ed25519: "openssl" });
+    assert.match(
+      await service.app.metrics.render(),
+      /^receiptd_crypto_provider_info\{provider="openssl"\} 1$/m,
+    );
+    // The threads were told "openssl": a thread that could not follow would fail the task.
+    const verified = await service.app.inject({
+      method: "POST",
+      url: "/verify",
+      payload: corpusBytes("vectors/01_happy_minimal.json"),
+    });
+    assert.equal(verified.statusCode, 200);
+    assert.equal(verified.json().verdict, "TRUSTED");
   });
 });

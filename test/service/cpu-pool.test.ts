@@ -25,6 +25,8 @@ describe("CpuPool", () => {
       corpusDir: null,
       maxBatch: 50,
       maxResultBytes: 4 * 1024 * 1024,
+      // A thread that cannot load sodium-native fails to start: every task here proves it did.
+      ed25519: "libsodium",
     };
     pool = new CpuPool({ threads: 1, maxQueue: 32, workerData: context });
   });
@@ -72,7 +74,13 @@ describe("CpuPool", () => {
     const small = new CpuPool({
       threads: 1,
       maxQueue: 2,
-      workerData: { dataDir, corpusDir: null, maxBatch: 50, maxResultBytes: 1 << 22 },
+      workerData: {
+        dataDir,
+        corpusDir: null,
+        maxBatch: 50,
+        maxResultBytes: 1 << 22,
+        ed25519: "libsodium",
+      } satisfies WorkerContext,
     });
     try {
       const runs = Array.from({ length: 4 }, () => {

@@ -5,6 +5,9 @@
  * default export goes through.
  */
 import { workerData } from "node:worker_threads";
+import { nodeCrypto } from "../../verifier/crypto/node.js";
+import { platformCryptoProblem } from "../../verifier/crypto/platform.js";
+import { setVerifierCrypto, verifierCrypto } from "../../verifier/crypto/provider.js";
 import { ServiceIdentity } from "../service-key.js";
 import type { TaskDefinition } from "./define-task.js";
 import { isTaskBatch, runTaskBatch, type TaskBatch, type TaskBatchResults } from "./task-batch.js";
@@ -12,6 +15,14 @@ import type { WorkerContext } from "./worker-context.js";
 import { releasingHeap } from "./worker-heap.js";
 
 export const workerContext = workerData as WorkerContext;
+
+// Each thread loads sodium-native for itself; the pool verifies with the main thread's choice,
+// so `/info`, the metrics and the startup line name what the threads use. A thread that
+// cannot load what the main thread loaded fails to start rather than answer otherwise.
+if (workerContext.ed25519 === "openssl") setVerifierCrypto(nodeCrypto);
+else if (workerContext.ed25519 === "libsodium" && verifierCrypto().id !== "libsodium") {
+  throw new Error(`this worker thread cannot verify with libsodium: ${platformCryptoProblem}`);
+}
 
 let identity: ServiceIdentity | undefined;
 

@@ -6,7 +6,9 @@
  * equation in the browser. A bounded cache keeps one prepared key per did:key: importing a
  * key costs about as much as a verification, and bundles reuse a handful of issuers.
  *
- * Signing (producers, the service's receipts) stays on `node:crypto`: only the server signs.
+ * Signing (producers, the service's receipts) is the server's alone: libsodium where it is in
+ * use (about twice as fast), else `node:crypto`. Ed25519 signatures are deterministic, so the
+ * two give the same bytes (test/verifier/crypto/signing.test.ts).
  */
 import {
   createPrivateKey,
@@ -18,6 +20,7 @@ import {
 import type { JsonObject, JsonValue } from "../json/value.js";
 import { Base64Error, b64uEncode, pyB64uDecode } from "./base64.js";
 import { DidKeyError, didKeyToPublicKey, publicKeyToDidKey } from "./did-key.js";
+import { platformEd25519Sign } from "./platform.js";
 import { type Ed25519Verifier, onVerifierCryptoChange, verifierCrypto } from "./provider.js";
 
 const SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
@@ -68,6 +71,8 @@ export function verifyEd25519(did: string, message: Uint8Array, signatureB64u: s
 export interface Ed25519Signer {
   readonly did: string;
   readonly privateKey: KeyObject;
+  /** The 64-byte signature of `message`: by libsodium where it is in use, else by OpenSSL. */
+  readonly sign: (message: Uint8Array) => Buffer;
 }
 
 export function generateSigner(): Ed25519Signer {
@@ -87,13 +92,37 @@ export function signerFromSeed(seed: Uint8Array): Ed25519Signer {
 }
 
 export function signerFromPrivateKey(privateKey: KeyObject): Ed25519Signer {
-  const spki = createPublicKey(privateKey).export({ format: "der", type: "spki" });
-  return { did: publicKeyToDidKey(spki.subarray(SPKI_PREFIX.length)), privateKey };
+  const publicKey = createPublicKey(privateKey)
+    .export({ format: "der", type: "spki" })
+    .subarray(SPKI_PREFIX.length);
+  return {
+    did: publicKeyToDidKey(publicKey),
+    privateKey,
+    sign: signingFunction(privateKey, publicKey),
+  };
+}
+
+/**
+ * libsodium signs with its secret key, the seed followed by the public key; the seed is the
+ * last 32 bytes of the PKCS #8 form. Kept in the closure only, as the KeyObject keeps it.
+ */
+function signingFunction(
+  privateKey: KeyObject,
+  publicKey: Buffer,
+): (message: Uint8Array) => Buffer {
+  const sodiumSign = platformEd25519Sign;
+  if (sodiumSign === null) return (message) => nodeSign(null, message, privateKey);
+  const pkcs8 = privateKey.export({ format: "der", type: "pkcs8" });
+  if (pkcs8.length !== PKCS8_PREFIX.length + 32)
+    return (message) => nodeSign(null, message, privateKey);
+  const secretKey = Buffer.concat([pkcs8.subarray(PKCS8_PREFIX.length), publicKey]);
+  pkcs8.fill(0);
+  return (message) => sodiumSign(message, secretKey);
 }
 
 /** base64url (unpadded) Ed25519 signature over `message`. */
 export function signEd25519(signer: Ed25519Signer, message: Uint8Array): string {
-  return b64uEncode(nodeSign(null, message, signer.privateKey));
+  return b64uEncode(signer.sign(message));
 }
 
 /** `{alg: "ed25519", key, value}`: the signature member of receipts, statements and attestations. */

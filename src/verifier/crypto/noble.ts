@@ -74,6 +74,7 @@ const HASHES: Record<DigestAlgorithm, (data: Uint8Array) => Uint8Array> = {
 };
 
 export const nobleCrypto: VerifierCrypto = {
+  id: "noble",
   name: "@noble/curves + @noble/hashes",
   digest: (algorithm, data) => HASHES[algorithm](data),
   sha256Hex: (data) => bytesToHex(sha256(typeof data === "string" ? utf8ToBytes(data) : data)),

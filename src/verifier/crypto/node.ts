@@ -31,6 +31,7 @@ function ed25519Verifier(publicKey: Uint8Array): Ed25519Verifier | null {
 }
 
 export const nodeCrypto: VerifierCrypto = {
+  id: "openssl",
   name: `node:crypto (OpenSSL ${process.versions.openssl})`,
   digest: (algorithm: DigestAlgorithm, data: Uint8Array) =>
     createHash(algorithm).update(data).digest(),

@@ -3,3 +3,6 @@
  * `scripts/build-web.mjs` substitutes this module for `platform.ts` when it bundles the page.
  */
 export { nobleCrypto as platformCrypto } from "./noble.js";
+
+/** The page never signs. */
+export const platformEd25519Sign = null;

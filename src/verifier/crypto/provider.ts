@@ -3,16 +3,19 @@
  * OpenTimestamps operations, and Ed25519 verification. Everything else in `src/verifier` is
  * plain TypeScript, so this interface is what a platform has to supply.
  *
- * Two implementations, which must accept and refuse exactly the same signatures
- * (`test/verifier/crypto/contract.test.ts` runs one contract against both):
- * - `node.ts`: OpenSSL through `node:crypto`, the default on the server. OpenSSL is what the
- *   Python reference's `cryptography` uses, and it is about 11× faster than the alternative.
+ * Three implementations, which must accept and refuse exactly the same signatures
+ * (`test/verifier/crypto/contract.test.ts` runs one contract against all three):
+ * - `sodium.ts`: libsodium through sodium-native, the default on the server where it loads;
+ *   about twice as fast as OpenSSL, which it asks about the inputs the two would decide
+ *   differently (`test/verifier/crypto/differential.test.ts`).
+ * - `node.ts`: OpenSSL through `node:crypto`, the server's fallback. OpenSSL is what the
+ *   Python reference's `cryptography` uses, and it is about 11× faster than noble.
  * - `noble.ts`: @noble/curves and @noble/hashes, for the browser page. Its Ed25519 check is
  *   OpenSSL's equation, written out (see there), not noble's own `verify`.
  *
  * The default comes from `platform.ts`. The browser build (`scripts/build-web.mjs`) resolves
  * `platform.js` to `platform.browser.ts`, so the server never loads `noble.ts` and the page never
- * references `node:crypto`. `setVerifierCrypto` switches at run time (the contract test).
+ * references `node:crypto` or sodium-native. `setVerifierCrypto` switches at run time (the contract test).
  */
 import { platformCrypto } from "./platform.js";
 
@@ -25,7 +28,11 @@ export type DigestAlgorithm = "sha256" | "sha1" | "ripemd160";
  */
 export type Ed25519Verifier = (message: Uint8Array, signature: Uint8Array) => boolean;
 
+/** Which implementation: what `/info`, the metrics and the startup line name. */
+export type VerifierCryptoId = "libsodium" | "openssl" | "noble";
+
 export interface VerifierCrypto {
+  readonly id: VerifierCryptoId;
   /** For logs and the page: `node:crypto (OpenSSL 3.0.19)`, `@noble/curves + @noble/hashes`. */
   readonly name: string;
   /**

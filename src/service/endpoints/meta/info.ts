@@ -12,6 +12,7 @@ import { DEFAULT_CHAIN_ID, DEFAULT_VALIDATION_REGISTRY } from "../../../erc8004/
 import type { OfferKind, PaymentSettings } from "../../../payments/requirements.js";
 import { SUPPORTED_SPECS } from "../../../verifier/bundle/record-types.js";
 import { VERDICTS } from "../../../verifier/bundle/result.js";
+import { verifierCrypto } from "../../../verifier/crypto/provider.js";
 import {
   DEFAULT_IMPLEMENTATION,
   VERIFICATION_RECEIPT_KIND,
@@ -36,6 +37,7 @@ const infoSchema = {
         "verifier_version",
         "spec_versions",
         "verdicts",
+        "crypto",
         "endpoints",
         "issuer",
         "verification_receipt",
@@ -51,6 +53,20 @@ const infoSchema = {
         verifier_version: { type: "string" },
         spec_versions: stringList,
         verdicts: stringList,
+        crypto: {
+          type: "object",
+          required: ["ed25519"],
+          properties: {
+            ed25519: {
+              type: "string",
+              enum: ["libsodium", "openssl"],
+              description:
+                "the Ed25519 implementation in use: libsodium (OpenSSL for small-order and " +
+                "non-canonical points), or OpenSSL where sodium-native cannot load; the " +
+                "answers are OpenSSL's either way",
+            },
+          },
+        },
         endpoints: {
           type: "object",
           description: '"METHOD /path" → what it does',
@@ -210,6 +226,7 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
       verifier_version: VERIFIER_VERSION,
       spec_versions: SUPPORTED_SPECS,
       verdicts: VERDICTS,
+      crypto: { ed25519: verifierCrypto().id },
       endpoints,
       issuer,
       verification_receipt: {
