@@ -17,7 +17,17 @@ import { createHash, createPrivateKey, createPublicKey, sign } from "node:crypto
 import { test } from "node:test";
 import { ED25519_TORSION_SUBGROUP, ed25519 } from "@noble/curves/ed25519";
 import sodium from "sodium-native";
-import { nodeCrypto } from "../../../src/verifier/crypto/node.js";
+import {
+  isNonCanonicalEncoding,
+  isSmallOrderEncoding,
+} from "../../../src/verifier/crypto/edge-points.js";
+import { nobleCrypto } from "../../../src/verifier/crypto/noble.js";
+import {
+  nodeCrypto,
+  OPENSSL_DECIDES_EDGES,
+  opensslVerifier,
+  pinnedEdgesVerifier,
+} from "../../../src/verifier/crypto/node.js";
 import type { Ed25519Verifier } from "../../../src/verifier/crypto/provider.js";
 import { loadSodiumCrypto } from "../../../src/verifier/crypto/sodium.js";
 
@@ -363,4 +373,40 @@ test("libsodium provider: OpenSSL's answer on every one of 100,000+ generated in
   for (const name of ["valid", "mixed-order key, honest signature", "mixed-order R, honest S"]) {
     assert.equal(count(name).libsodiumAlone, 0, name);
   }
+});
+
+test("OpenSSL after 3.0: the edge points get OpenSSL 3.0's answers, so a Node upgrade changes no verdict", (t) => {
+  // Node 24's OpenSSL 3.5 refuses small-order and non-canonical keys and small-order R that
+  // 3.0 accepts. `pinnedEdgesVerifier` sends those to noble's step-by-step 3.0 check. Under
+  // OpenSSL 3.0 (Node 20, 22) this compares it, and noble, with OpenSSL itself; under a later
+  // OpenSSL, with noble, OpenSSL 3.0's answers having been shown equal on the older lines.
+  const pinned = cachedVerifiers(pinnedEdgesVerifier);
+  const noble = cachedVerifiers(nobleCrypto.ed25519Verifier);
+  const openssl = cachedVerifiers(opensslVerifier);
+  const edge = (c: Case) =>
+    isSmallOrderEncoding(c.key) ||
+    isNonCanonicalEncoding(c.key) ||
+    (c.signature.length === 64 && isSmallOrderEncoding(c.signature));
+  // Every routed input, and every 25th other one (noble is about 20 times slower than OpenSSL).
+  const cases = generateCases().filter((c, i) => edge(c) || i % 25 === 0);
+  const disagreements: string[] = [];
+  let accepted = 0;
+  for (const c of cases) {
+    const reference = noble(c.key)?.(c.message, c.signature) ?? false;
+    const answer = pinned(c.key)?.(c.message, c.signature) ?? false;
+    const checks: [string, boolean][] = [["pinned", answer]];
+    if (OPENSSL_DECIDES_EDGES)
+      checks.push(["OpenSSL 3.0", openssl(c.key)?.(c.message, c.signature) ?? false]);
+    if (reference) accepted++;
+    for (const [who, value] of checks) {
+      if (value !== reference && disagreements.length < 10) {
+        disagreements.push(
+          `${c.family}: noble ${reference}, ${who} ${value}; key ${c.key.toString("hex")}`,
+        );
+      }
+    }
+  }
+  t.diagnostic(`${cases.length} cases (${accepted} accepted), OpenSSL ${process.versions.openssl}`);
+  assert.deepEqual(disagreements, []);
+  assert.ok(accepted > 0);
 });

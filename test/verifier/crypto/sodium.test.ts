@@ -9,17 +9,17 @@ import { describe, test } from "node:test";
 import { ED25519_TORSION_SUBGROUP } from "@noble/curves/ed25519";
 import sodium from "sodium-native";
 import { signerFromPrivateKey, signerFromSeed } from "../../../src/verifier/crypto/ed25519.js";
+import {
+  isNonCanonicalEncoding,
+  isSmallOrderEncoding,
+} from "../../../src/verifier/crypto/edge-points.js";
 import { nodeCrypto } from "../../../src/verifier/crypto/node.js";
 import {
   platformCrypto,
   platformCryptoProblem,
   platformEd25519Sign,
 } from "../../../src/verifier/crypto/platform.js";
-import {
-  isNonCanonicalEncoding,
-  isSmallOrderEncoding,
-  loadSodiumCrypto,
-} from "../../../src/verifier/crypto/sodium.js";
+import { loadSodiumCrypto } from "../../../src/verifier/crypto/sodium.js";
 
 const P = 2n ** 255n - 19n;
 const PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");

@@ -61,9 +61,9 @@ const infoSchema = {
               type: "string",
               enum: ["libsodium", "openssl"],
               description:
-                "the Ed25519 implementation in use: libsodium (OpenSSL for small-order and " +
-                "non-canonical points), or OpenSSL where sodium-native cannot load; the " +
-                "answers are OpenSSL's either way",
+                "the Ed25519 implementation in use: libsodium (OpenSSL 3.0's answers for " +
+                "small-order and non-canonical points), or OpenSSL where sodium-native cannot " +
+                "load; the answers are OpenSSL 3.0's either way",
             },
           },
         },
