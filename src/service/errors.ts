@@ -126,6 +126,7 @@ export const ERROR_STATUS = {
   daily_cap_reached: 429,
   evaluation_limit_reached: 429,
   evaluation_keys_exhausted: 429,
+  too_many_uploads: 429,
   headers_too_large: 431,
   // 5xx: the service, or what it depends on, cannot answer now.
   internal_error: 500,
@@ -137,6 +138,7 @@ export const ERROR_STATUS = {
   facilitator_timeout: 502,
   overloaded: 503,
   too_many_connections: 503,
+  memory_budget_exceeded: 503,
   store_unavailable: 503,
   anchor_store_unavailable: 503,
   settlement_store_unavailable: 503,
