@@ -17,6 +17,7 @@
  * Registered after access control: `preParsing` runs once every `onRequest` hook (the
  * credential check) has passed, and not at all once one has answered.
  */
+import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
 import type { ServiceLimits } from "../config.js";
@@ -32,7 +33,7 @@ declare module "fastify" {
   }
   interface FastifyRequest {
     /** What this request holds of the memory budget, once admitted; null before. */
-    memoryHold: { bytes: number } | null;
+    memoryHold: MemoryHold | null;
     /** The body this request may send, once admitted; null: the route's limit. */
     admittedBodyBytes: number | null;
   }
@@ -40,6 +41,13 @@ declare module "fastify" {
     /** Bytes of bodies and answers held across the process (issue 22). */
     memoryBudget: MemoryBudget;
   }
+}
+
+/** One request's part of the budget: held until its response closes. */
+interface MemoryHold {
+  bytes: number;
+  /** False once the response closed: an answer built after that is never written. */
+  open: boolean;
 }
 
 /** Bytes held across the process against one limit. */
@@ -70,6 +78,27 @@ export class MemoryBudget {
   release(bytes: number): void {
     this.#used = Math.max(0, this.#used - bytes);
   }
+}
+
+/** What runs when a socket closes: one listener per socket, however many requests it carries. */
+const socketCloseActions = new WeakMap<Socket, Set<() => void>>();
+
+/** Runs `action` when `socket` closes; returns the function that cancels it. */
+function onSocketClose(socket: Socket | undefined, action: () => void): () => void {
+  if (socket === undefined || typeof socket.once !== "function") return () => {};
+  let actions = socketCloseActions.get(socket);
+  if (actions === undefined) {
+    const set = new Set<() => void>();
+    actions = set;
+    socketCloseActions.set(socket, set);
+    socket.once("close", () => {
+      for (const run of set) run();
+      set.clear();
+    });
+  }
+  const registered = actions;
+  registered.add(action);
+  return () => registered.delete(action);
 }
 
 function isHealthCheck(request: FastifyRequest): boolean {
@@ -128,17 +157,24 @@ export function registerBodyAdmission(app: FastifyInstance, budget: MemoryBudget
         }),
       );
     }
-    const hold = { bytes: bodyBytes };
+    const hold: MemoryHold = { bytes: bodyBytes, open: true };
     request.memoryHold = hold;
     if (countsUploads) uploads.set(principal, (uploads.get(principal) ?? 0) + 1);
-    reply.raw.once("close", () => {
+    const release = () => {
+      if (!hold.open) return;
+      hold.open = false;
       budget.release(hold.bytes);
       hold.bytes = 0;
+      forget();
       if (!countsUploads) return;
       const left = (uploads.get(principal) ?? 1) - 1;
       if (left === 0) uploads.delete(principal);
       else uploads.set(principal, left);
-    });
+    };
+    // The socket too: Node never closes the answers still queued behind a pipelined one
+    // when the connection goes.
+    const forget = onSocketClose(request.raw.socket as Socket | undefined, release);
+    reply.raw.once("close", release);
     // Only now is the client asked for its body.
     const expectation = request.headers.expect;
     if (
@@ -155,7 +191,7 @@ export function registerBodyAdmission(app: FastifyInstance, budget: MemoryBudget
   // The answer, once built, is held until it is written out (or the connection closes).
   app.addHook("onSend", async (request, _reply, payload) => {
     const hold = request.memoryHold;
-    if (hold === null) return payload;
+    if (hold === null || !hold.open) return payload;
     const bytes =
       typeof payload === "string"
         ? Buffer.byteLength(payload)

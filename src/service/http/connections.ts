@@ -59,6 +59,8 @@ interface ConnectionState {
   network: string | null;
   /** Set once the connection's slot is given back (closed, or closed to make room). */
   released: boolean;
+  /** The read-rate check, while answers wait to be written out; null otherwise. */
+  readWatch: NodeJS.Timeout | null;
 }
 
 /** The connections one client network holds. */
@@ -312,7 +314,13 @@ export class ConnectionGuard {
   #onConnection(socket: Socket): void {
     const network = this.#networkOf(socket);
     const tier = this.#tierFor(network);
-    const state: ConnectionState = { tier, exchanges: new Set(), network, released: false };
+    const state: ConnectionState = {
+      tier,
+      exchanges: new Set(),
+      network,
+      released: false,
+      readWatch: null,
+    };
     this.#states.set(socket, state);
     const counts = this.#counts;
 
@@ -399,33 +407,37 @@ export class ConnectionGuard {
       this.#setBusy(socket, state);
     });
     // Ended but not yet written out: from here on the client is the one to act.
-    response.once("prefinish", () => this.#watchReadRate(socket, response));
+    response.once("prefinish", () => this.#watchReadRate(socket, state));
     handler(request, response);
   }
 
   /**
-   * Closes the connection when the client reads `response` slower than the minimum rate. The
-   * idle timeout cannot see this: every byte the client reads lets the server write again.
+   * Closes the connection when the client reads its answers slower than the minimum rate,
+   * measured over each idle-timeout period in which answers wait to be written out. The idle
+   * timeout cannot see this: every byte the client reads lets the server write again.
    */
-  #watchReadRate(socket: Socket, response: ServerResponse): void {
+  #watchReadRate(socket: Socket, state: ConnectionState): void {
     const rate = this.#config.minReadBytesPerSecond;
-    if (rate === 0 || response.writableFinished || socket.destroyed) return;
+    if (rate === 0 || state.readWatch !== null || socket.destroyed) return;
     const periodMs = this.#config.idleTimeoutMs;
     const written = () => socket.bytesWritten - socket.writableLength;
     let mark = written();
-    const timer = setInterval(() => {
+    const stop = () => {
+      if (state.readWatch !== null) clearInterval(state.readWatch);
+      state.readWatch = null;
+      socket.off("close", stop);
+    };
+    state.readWatch = setInterval(() => {
       const now = written();
-      if (now - mark < (rate * periodMs) / 1000) {
-        clearInterval(timer);
+      if (socket.writableLength === 0) stop();
+      else if (now - mark < (rate * periodMs) / 1000) {
+        stop();
         socket.destroy();
-        return;
       }
       mark = now;
     }, periodMs);
-    timer.unref();
-    const stop = () => clearInterval(timer);
-    response.once("finish", stop);
-    response.once("close", stop);
+    state.readWatch.unref();
+    socket.once("close", stop);
   }
 
   /**
