@@ -21,7 +21,7 @@ import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
 import type { ServiceLimits } from "../config.js";
-import { errorAnswer, ServiceError, sendAnswer } from "../errors.js";
+import { type Answer, errorAnswer, ServiceError, sendAnswer } from "../errors.js";
 
 /** Node's own test for an `Expect` that asks for `100 Continue`. */
 const CONTINUE_EXPECTATION = /(?:^|\W)100-continue(?:$|\W)/i;
@@ -133,14 +133,19 @@ export function registerBodyAdmission(app: FastifyInstance, budget: MemoryBudget
     request.admittedBodyBytes = limit;
     if (reply.sent || isHealthCheck(request)) return payload;
     const declared = declaredLength(request);
+    // A refusal here leaves the body unread: the connection cannot carry another request.
+    const refuse = (answer: Answer) => {
+      if (declared !== 0) reply.header("connection", "close");
+      return sendAnswer(reply, answer);
+    };
     if (declared !== null && declared > limit) {
-      return sendAnswer(reply, errorAnswer("body_too_large", { limit }));
+      return refuse(errorAnswer("body_too_large", { limit }));
     }
     const principal = request.principal;
     const countsUploads = request.routeOptions.config.uploadsPerKey === true;
     if (countsUploads && (uploads.get(principal) ?? 0) >= limits.maxCrystalUploadsPerKey) {
-      return sendAnswer(
-        reply.header("retry-after", "1"),
+      reply.header("retry-after", "1");
+      return refuse(
         errorAnswer("too_many_uploads", {
           detail:
             "this key is already sending as many bodies as it may at once; retry when one is answered",
@@ -150,8 +155,8 @@ export function registerBodyAdmission(app: FastifyInstance, budget: MemoryBudget
     }
     const bodyBytes = Math.min(declared ?? limit, limit);
     if (!budget.tryHold(bodyBytes)) {
-      return sendAnswer(
-        reply.header("retry-after", "1"),
+      reply.header("retry-after", "1");
+      return refuse(
         errorAnswer("memory_budget_exceeded", {
           detail: "the server holds as much request and answer data as it may; retry shortly",
         }),
