@@ -120,13 +120,14 @@ describe("connection shares per address", () => {
     await service.close();
   });
 
-  test("an address past its share replaces its own idle connections, never more", async () => {
-    const clients = await idleKeepAlive(port, "127.0.1.1", 3 * SHARE);
+  test("an address past its share gets only /health, even with idle connections", async () => {
+    const clients = await idleKeepAlive(port, "127.0.1.1", SHARE);
     held.push(...clients);
-    assert.ok(await until(() => clients.filter((client) => !client.closed).length === SHARE));
-    assert.equal(counts().admitted, SHARE);
-    // The newest connections are the ones kept.
-    assert.ok(clients.slice(-SHARE).every((client) => !client.closed));
+    const refused = await keyedVerify(port, "127.0.1.1", key);
+    assert.equal(refused?.status, 503);
+    assert.equal((jsonOf(refused) as { error: string }).error, "too_many_connections");
+    assert.equal(counts().evicted, 0);
+    assert.ok(clients.every((client) => !client.closed));
   });
 
   test("with its share busy, an address gets only /health; another address is served", async () => {

@@ -13,10 +13,10 @@
  *   a new connection gets the 503 at once. The cap sits below the open-file limit, because a
  *   connection accepted past that limit is reset before anyone can answer it.
  * - Shares per client address (issue 22): one address (an IPv4 address, an IPv6 /64) holds
- *   at most `maxConnectionsPerAddress` connections and a quarter of the reserve. A connection
- *   that would pass a share or the cap is admitted by closing an idle connection instead (one
- *   of its own address's, else one of the address that holds the most), so connections that
- *   only wait cannot keep a new client out. The socket's peer is the address: a proxy named in
+ *   at most `maxConnectionsPerAddress` connections (past it, only the reserve) and a quarter
+ *   of the reserve. A connection that would pass the cap is admitted by closing an idle one
+ *   of the address that holds the most, so connections that only wait cannot keep a new
+ *   client out. The socket's peer is the address: a proxy named in
  *   `TRUST_PROXY` speaks for many clients and has no share of its own.
  * - A minimum read rate: an answer the client reads slower than `minReadBytesPerSecond`, over
  *   each idle-timeout period, closes its connection (a trickle keeps the idle timeout away).
@@ -302,10 +302,9 @@ export class ConnectionGuard {
     const share = network === null ? undefined : this.#shares.get(network);
     const overShare = share !== undefined && share.served.size >= maxConnectionsPerAddress;
     const served = counts.admitted - counts.reserve;
-    // An address at its share makes room with its own idle connections only.
-    if (overShare ? this.#evictFrom(share) : served < maxConnections || this.#evictHeaviest()) {
-      return "served";
-    }
+    // An address at its share gets only the reserve: closing its own idle connections for it
+    // would let a client that reconnects at once churn through them for ever.
+    if (!overShare && (served < maxConnections || this.#evictHeaviest())) return "served";
     const reserveFull = counts.reserve >= healthReserveConnections;
     const addressReserveFull = share !== undefined && share.reserve >= this.#reserveShare;
     return reserveFull || addressReserveFull ? "refused" : "reserve";
