@@ -391,3 +391,28 @@ describe("the metrics listener's own cap", () => {
     }
   });
 });
+
+describe("a proxy named in TRUST_PROXY has no share of its own", () => {
+  let service: TestService;
+  let port: number;
+  before(async () => {
+    service = await startTestService({
+      trustProxy: ["127.0.1.20"],
+      http: { ...LONG, maxConnections: 12, maxConnectionsPerAddress: 2 },
+    });
+    port = await listening(service);
+  });
+  after(() => service.close());
+
+  test("the proxy holds more connections than one address's share, and is served", async () => {
+    const clients = await idleKeepAlive(port, "127.0.1.20", 4);
+    try {
+      const response = await keyedVerify(port, "127.0.1.20", service.key ?? "");
+      assert.equal(response?.status, 200);
+      assert.ok(clients.every((client) => !client.closed));
+      assert.ok(await until(() => service.app.connections.counts().admitted === 4));
+    } finally {
+      for (const client of clients) client.destroy();
+    }
+  });
+});
