@@ -16,7 +16,15 @@ export interface MetricsListenerConfig {
   port: number;
   /** The bearer token scrapes must present, or null when the bind address is the guard. */
   token: string | null;
+  /** `METRICS_MAX_CONNECTIONS`: connections held at once; more are closed as they arrive. */
+  maxConnections: number;
 }
+
+/** A scraper sends its request at once; anything slower is not a scraper. */
+const HEADERS_TIMEOUT_MS = 5_000;
+const REQUEST_TIMEOUT_MS = 10_000;
+/** No byte either way for this long (an answer not read, say) closes the connection. */
+const IDLE_TIMEOUT_MS = 30_000;
 
 export interface MetricsServer {
   /** `http://host:port` as bound. */
@@ -26,11 +34,13 @@ export interface MetricsServer {
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
+/** A refusal closes its connection: only a scraper with the token keeps one open. */
 function sendJson(response: ServerResponse, status: number, body: object, headers = {}): void {
   const text = JSON.stringify(body);
   response.writeHead(status, {
     "content-type": JSON_TYPE,
     "content-length": Buffer.byteLength(text),
+    connection: "close",
     ...headers,
   });
   response.end(text);
@@ -75,7 +85,7 @@ export async function startMetricsServer(
     });
     response.end(request.method === "HEAD" ? undefined : text);
   };
-  const server = createServer((request, response) => {
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, (request, response) => {
     // The body of a scrape is never read; drain it so the connection can be reused.
     request.resume();
     handle(request, response).catch((error: unknown) => {
@@ -85,9 +95,13 @@ export async function startMetricsServer(
     });
   });
   // Prometheus scrapes every 15-60 s over one kept-alive connection; slower clients are cut.
+  // Its own small cap and short deadlines: the API's connection guard does not cover this
+  // socket, and without them idle sockets took every file of the process (issue 22).
   server.keepAliveTimeout = 65_000;
-  server.requestTimeout = 30_000;
-  server.headersTimeout = 10_000;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.maxConnections = config.maxConnections;
+  server.setTimeout(IDLE_TIMEOUT_MS);
   server.listen(config.port, config.host);
   await Promise.race([
     once(server, "listening"),

@@ -38,6 +38,11 @@ import { receiptRoutes } from "./endpoints/settlements/receipts-route.js";
 import { paymentReceiptRoutes } from "./endpoints/settlements/route.js";
 import { verifyRoutes } from "./endpoints/verify/route.js";
 import { verifyReceiptRoutes } from "./endpoints/verify-receipt/route.js";
+import {
+  MemoryBudget,
+  registerBodyAdmission,
+  registerRawBodyParser,
+} from "./http/body-admission.js";
 import { ConnectionGuard, registerConnectionHooks } from "./http/connections.js";
 import { loadOrCreateInternalToken } from "./internal-token.js";
 import { registerAccessControl } from "./plugins/access.js";
@@ -45,7 +50,6 @@ import { registerCors } from "./plugins/cors.js";
 import { handleFrameworkError, registerErrorHandling } from "./plugins/errors.js";
 import { bufferedStdout, loggingOptions } from "./plugins/logging.js";
 import { registerRequestMetrics } from "./plugins/metrics.js";
-import { registerRawBodyParser } from "./plugins/raw-body.js";
 import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id.js";
 import { registerSchemaValidation } from "./plugins/schemas.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "./service-key.js";
@@ -100,7 +104,7 @@ export async function buildApp(
   const identity = ServiceIdentity.open(config.dataDir);
   const internalToken = await loadOrCreateInternalToken(config.internalTokenFile);
   const validator = await loadOrCreateValidatorKey(config.dataDir);
-  const connections = new ConnectionGuard(config.http);
+  const connections = new ConnectionGuard(config.http, config.trustProxy);
   const stdoutLog = config.logDestination === undefined ? bufferedStdout() : null;
   const app = Fastify({
     ...loggingOptions(config, stdoutLog ?? config.logDestination),
@@ -214,6 +218,7 @@ export async function buildApp(
   registerRawBodyParser(app);
   await registerCors(app, config.cors);
   registerAccessControl(app, access);
+  registerBodyAdmission(app, new MemoryBudget(config.http.memoryBudgetBytes));
   registerSchemaValidation(app);
 
   await app.register(openApiCollector);

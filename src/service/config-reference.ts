@@ -8,7 +8,13 @@
  * Defaults come from the constants `config.ts` uses wherever one exists, so a changed default
  * changes the documentation with it.
  */
-import { DEFAULT_EVALUATION_KEYS, DEFAULT_HTTP_TIMEOUTS, DEFAULT_LIMITS } from "./config.js";
+import {
+  DEFAULT_CONNECTION_SHARES,
+  DEFAULT_EVALUATION_KEYS,
+  DEFAULT_HTTP_TIMEOUTS,
+  DEFAULT_LIMITS,
+  DEFAULT_METRICS_MAX_CONNECTIONS,
+} from "./config.js";
 
 /** The programs that read a variable. `cli` is the operator commands (`receiptd keys`, …). */
 export type ConfigProcess = "serve" | "worker" | "cli" | "dev:facilitator";
@@ -209,6 +215,22 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     processes: SERVE,
   },
   {
+    name: "ANONYMOUS_BODY_BYTES",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.maxAnonymousBodyBytes),
+    meaning:
+      "Largest body of a request without a key, pass or payment (`POST /mcp` discovery, `POST /keys/evaluation`); above it, 413 before the body is read.",
+    processes: SERVE,
+  },
+  {
+    name: "CRYSTAL_UPLOADS_PER_KEY",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.maxCrystalUploadsPerKey),
+    meaning:
+      "`POST /crystals` bodies one key (or payer) may send at once; more get `429 too_many_uploads`.",
+    processes: SERVE,
+  },
+  {
     name: "MAX_BATCH",
     group: "Access and limits",
     default: String(DEFAULT_LIMITS.maxBatch),
@@ -390,7 +412,32 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: "HEALTH_RESERVE_CONNECTIONS",
     group: "Connections",
     default: "16",
-    meaning: "Connections beyond MAX_CONNECTIONS admitted for one `GET /health` each.",
+    meaning:
+      "Connections beyond MAX_CONNECTIONS admitted for one `GET /health` each; one client address takes at most a quarter of them.",
+    processes: SERVE,
+  },
+  {
+    name: "MAX_CONNECTIONS_PER_ADDRESS",
+    group: "Connections",
+    default: "MAX_CONNECTIONS / 4",
+    meaning:
+      "Connections one client address (IPv4 address, IPv6 /64) may hold; past it, its own idle connections are closed to make room, else it gets only `/health`. Addresses in TRUST_PROXY have no share of their own.",
+    processes: SERVE,
+  },
+  {
+    name: "MIN_READ_BYTES_PER_SECOND",
+    group: "Connections",
+    default: String(DEFAULT_CONNECTION_SHARES.minReadBytesPerSecond),
+    meaning:
+      "A client that reads its answers slower than this (over each IDLE_TIMEOUT_MS) is closed; 0 turns the check off.",
+    processes: SERVE,
+  },
+  {
+    name: "MEMORY_BUDGET_BYTES",
+    group: "Connections",
+    default: String(DEFAULT_CONNECTION_SHARES.memoryBudgetBytes),
+    meaning:
+      "Request bodies being received (at their declared length) and answers not yet written, across the process; past it, new requests get `503 memory_budget_exceeded` before their body is read.",
     processes: SERVE,
   },
   // Threads
@@ -531,6 +578,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "When set, a scrape must send `Authorization: Bearer <token>` (16 or more printable characters).",
     processes: ["serve", "worker"],
     example: "<a long random token>",
+  },
+  {
+    name: "METRICS_MAX_CONNECTIONS",
+    group: "Metrics",
+    default: String(DEFAULT_METRICS_MAX_CONNECTIONS),
+    meaning:
+      "Connections the metrics listener holds at once (more are closed as they arrive); it closes silent connections after 5 s and refused scrapes at once.",
+    processes: ["serve", "worker"],
   },
   {
     name: "FACILITATOR_PEER_PORT",

@@ -25,6 +25,13 @@ export interface ServiceLimits {
   maxBodyBytes: number;
   maxCrystalBodyBytes: number;
   maxCrystalCiphertextBytes: number;
+  /**
+   * `ANONYMOUS_BODY_BYTES`: the body a request without a key, pass or payment may send
+   * (MCP discovery, evaluation-key issuance); the route's own limit when that is lower.
+   */
+  maxAnonymousBodyBytes: number;
+  /** `CRYSTAL_UPLOADS_PER_KEY`: `POST /crystals` bodies one principal may send at once. */
+  maxCrystalUploadsPerKey: number;
   /** Bundles in one `POST /verify` batch. */
   maxBatch: number;
   /**
@@ -94,6 +101,21 @@ export interface HttpServerConfig {
    * `GET /health` each, so a load balancer can still see the instance while it is full.
    */
   healthReserveConnections: number;
+  /**
+   * `MAX_CONNECTIONS_PER_ADDRESS`: connections one client address (IPv4 address, IPv6 /64)
+   * may hold; addresses named in `TRUST_PROXY` have no share of their own.
+   */
+  maxConnectionsPerAddress: number;
+  /**
+   * `MIN_READ_BYTES_PER_SECOND`: an answer the client reads slower than this, measured over
+   * each idle-timeout period, has its connection closed.
+   */
+  minReadBytesPerSecond: number;
+  /**
+   * `MEMORY_BUDGET_BYTES`: request bodies being received (counted at their declared length)
+   * and answers not yet written, across the process; past it, new requests get 503.
+   */
+  memoryBudgetBytes: number;
 }
 
 /** Where log lines go instead of stdout (tests capture them). */
@@ -263,6 +285,9 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   maxBodyBytes: MIB,
   maxCrystalBodyBytes: 4 * MIB,
   maxCrystalCiphertextBytes: 2 * MIB,
+  // MCP discovery messages (initialize, tools/list) are a few hundred bytes.
+  maxAnonymousBodyBytes: 16 * 1024,
+  maxCrystalUploadsPerKey: 4,
   maxBatch: 50,
   // Room for the reference's answer to any single bundle of 10,000 `{}` receipts (3.7 MB).
   maxResultBytes: 4 * MIB,
@@ -308,6 +333,19 @@ export const DEFAULT_HTTP_TIMEOUTS = {
 
 const DEFAULT_MAX_CONNECTIONS = 4096;
 const DEFAULT_HEALTH_RESERVE = 16;
+
+export const DEFAULT_CONNECTION_SHARES = {
+  // 64 kbit/s: slower than any client an API serves, fast enough that a trickle reader
+  // lets go of an 8 MB answer within minutes instead of holding it for hours.
+  minReadBytesPerSecond: 8 * 1024,
+  // 256 concurrent 1 MiB bodies: far above what the CPU queue lets wait (32 per thread).
+  memoryBudgetBytes: 256 * MIB,
+} as const;
+
+/** One address's share of the connections unless `MAX_CONNECTIONS_PER_ADDRESS` says otherwise. */
+export function defaultConnectionsPerAddress(maxConnections: number): number {
+  return Math.max(1, Math.floor(maxConnections / 4));
+}
 
 /**
  * The process's open-file limit (Node raises the soft limit to the hard one at startup), or
@@ -366,6 +404,20 @@ function limitsFrom(env: Env): ServiceLimits {
   return {
     ...DEFAULT_LIMITS,
     maxBodyBytes: integerFrom(env, "MAX_BODY_BYTES", DEFAULT_LIMITS.maxBodyBytes, 1, 64 * MIB),
+    maxAnonymousBodyBytes: integerFrom(
+      env,
+      "ANONYMOUS_BODY_BYTES",
+      DEFAULT_LIMITS.maxAnonymousBodyBytes,
+      1,
+      64 * MIB,
+    ),
+    maxCrystalUploadsPerKey: integerFrom(
+      env,
+      "CRYSTAL_UPLOADS_PER_KEY",
+      DEFAULT_LIMITS.maxCrystalUploadsPerKey,
+      1,
+      1_000_000,
+    ),
     maxBatch: integerFrom(env, "MAX_BATCH", DEFAULT_LIMITS.maxBatch, 1, 10_000),
     maxResultBytes: integerFrom(
       env,
@@ -482,19 +534,41 @@ function httpServerFrom(env: Env): HttpServerConfig {
     0,
     1_000_000,
   );
+  const maxConnections = integerFrom(
+    env,
+    "MAX_CONNECTIONS",
+    defaultMaxConnections(openFileLimit(), reserve),
+    1,
+    10_000_000,
+  );
   return {
     headersTimeoutMs: ms("HEADERS_TIMEOUT_MS", DEFAULT_HTTP_TIMEOUTS.headersTimeoutMs),
     requestTimeoutMs: ms("REQUEST_TIMEOUT_MS", DEFAULT_HTTP_TIMEOUTS.requestTimeoutMs),
     idleTimeoutMs: ms("IDLE_TIMEOUT_MS", DEFAULT_HTTP_TIMEOUTS.idleTimeoutMs),
     keepAliveTimeoutMs: ms("KEEP_ALIVE_TIMEOUT_MS", DEFAULT_HTTP_TIMEOUTS.keepAliveTimeoutMs),
-    maxConnections: integerFrom(
+    maxConnections,
+    healthReserveConnections: reserve,
+    maxConnectionsPerAddress: integerFrom(
       env,
-      "MAX_CONNECTIONS",
-      defaultMaxConnections(openFileLimit(), reserve),
+      "MAX_CONNECTIONS_PER_ADDRESS",
+      defaultConnectionsPerAddress(maxConnections),
       1,
       10_000_000,
     ),
-    healthReserveConnections: reserve,
+    minReadBytesPerSecond: integerFrom(
+      env,
+      "MIN_READ_BYTES_PER_SECOND",
+      DEFAULT_CONNECTION_SHARES.minReadBytesPerSecond,
+      0,
+      1024 * MIB,
+    ),
+    memoryBudgetBytes: integerFrom(
+      env,
+      "MEMORY_BUDGET_BYTES",
+      DEFAULT_CONNECTION_SHARES.memoryBudgetBytes,
+      MIB,
+      Number.MAX_SAFE_INTEGER,
+    ),
   };
 }
 
@@ -569,6 +643,9 @@ function paymentsFrom(env: Env, limits: ServiceLimits, origin: string): Payments
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "::1", "localhost"]);
 
+/** A few scrapers, each on one kept-alive connection, with room to spare. */
+export const DEFAULT_METRICS_MAX_CONNECTIONS = 32;
+
 /**
  * The `/metrics` listener of a process: off unless `portVariable` (`METRICS_PORT` for web
  * processes, `WORKER_METRICS_PORT` for `receiptd worker`, so both can share one environment) is
@@ -581,6 +658,13 @@ export function metricsListenerFrom(env: Env, portVariable: string): MetricsList
   const port = integerFrom(env, portVariable, 0, 0, 65_535);
   const host = env.METRICS_HOST || "127.0.0.1";
   const token = env.METRICS_TOKEN || null;
+  const maxConnections = integerFrom(
+    env,
+    "METRICS_MAX_CONNECTIONS",
+    DEFAULT_METRICS_MAX_CONNECTIONS,
+    1,
+    100_000,
+  );
   if (token !== null && !/^[\x21-\x7e]{16,}$/.test(token)) {
     throw new ConfigError("METRICS_TOKEN must be at least 16 printable characters, no spaces");
   }
@@ -589,7 +673,7 @@ export function metricsListenerFrom(env: Env, portVariable: string): MetricsList
       `METRICS_HOST ${host} is not a loopback address: set METRICS_TOKEN so scrapes must present it`,
     );
   }
-  return { host, port, token };
+  return { host, port, token, maxConnections };
 }
 
 /**

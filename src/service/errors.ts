@@ -128,6 +128,7 @@ export const ERROR_STATUS = {
   evaluation_limit_reached: 429,
   evaluation_keys_exhausted: 429,
   payment_rate_limited: 429,
+  too_many_uploads: 429,
   headers_too_large: 431,
   // The client closed its connection before its answer (nginx's 499): nobody reads the body,
   // but the audit line and the metrics say what happened to the request.
@@ -144,6 +145,7 @@ export const ERROR_STATUS = {
   // The request's CPU work passed CPU_TASK_DEADLINE_MS (`limit`, ms; GET /info).
   work_limit_exceeded: 503,
   too_many_connections: 503,
+  memory_budget_exceeded: 503,
   store_unavailable: 503,
   anchor_store_unavailable: 503,
   settlement_store_unavailable: 503,

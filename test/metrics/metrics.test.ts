@@ -140,7 +140,13 @@ describe("metricsListenerFrom", () => {
       host: "127.0.0.1",
       port: 9464,
       token: null,
+      maxConnections: 32,
     });
+    assert.equal(
+      metricsListenerFrom({ METRICS_PORT: "9464", METRICS_MAX_CONNECTIONS: "4" }, "METRICS_PORT")
+        ?.maxConnections,
+      4,
+    );
     // The worker's own variable, so web and worker can share one environment.
     assert.equal(metricsListenerFrom({ METRICS_PORT: "9464" }, "WORKER_METRICS_PORT"), null);
     assert.equal(
@@ -160,7 +166,7 @@ describe("metricsListenerFrom", () => {
         { METRICS_PORT: "9464", METRICS_HOST: "0.0.0.0", METRICS_TOKEN: token },
         "METRICS_PORT",
       ),
-      { host: "0.0.0.0", port: 9464, token },
+      { host: "0.0.0.0", port: 9464, token, maxConnections: 32 },
     );
     for (const bad of ["short", "has a space in it!!"]) {
       assert.throws(

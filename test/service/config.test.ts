@@ -35,6 +35,9 @@ describe("loadConfig", () => {
       keepAliveTimeoutMs: 72_000,
       maxConnections: defaultMaxConnections(openFileLimit(), 16),
       healthReserveConnections: 16,
+      maxConnectionsPerAddress: Math.floor(defaultMaxConnections(openFileLimit(), 16) / 4),
+      minReadBytesPerSecond: 8192,
+      memoryBudgetBytes: 256 * 1_048_576,
     });
     assert.deepEqual(config.mcpAllowedOrigins, []);
     assert.deepEqual(config.evaluationKeys, DEFAULT_EVALUATION_KEYS);
@@ -140,6 +143,9 @@ describe("loadConfig", () => {
       KEEP_ALIVE_TIMEOUT_MS: "65000",
       MAX_CONNECTIONS: "20000",
       HEALTH_RESERVE_CONNECTIONS: "0",
+      MAX_CONNECTIONS_PER_ADDRESS: "300",
+      MIN_READ_BYTES_PER_SECOND: "0",
+      MEMORY_BUDGET_BYTES: "1048576",
       MCP_ALLOWED_ORIGINS: "https://app.example, http://localhost:5173/ ,HTTPS://Other.Example:443",
     });
     assert.deepEqual(config.http, {
@@ -149,6 +155,9 @@ describe("loadConfig", () => {
       keepAliveTimeoutMs: 65_000,
       maxConnections: 20_000,
       healthReserveConnections: 0,
+      maxConnectionsPerAddress: 300,
+      minReadBytesPerSecond: 0,
+      memoryBudgetBytes: 1_048_576,
     });
     assert.deepEqual(config.mcpAllowedOrigins, [
       "https://app.example",

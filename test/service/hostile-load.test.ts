@@ -9,18 +9,16 @@
  * the tests assert that they happen, within generous bounded waits, never how fast.
  */
 import assert from "node:assert/strict";
-import { type AddressInfo, connect, type Socket } from "node:net";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { BroadcastChannel } from "node:worker_threads";
 import type { HttpServerConfig } from "../../src/service/config.js";
 import { corpusBytes } from "../support/corpus.js";
 import { GATE_CHANNEL, GATE_OPEN, TASK_WAITING } from "./fixtures/verify-gate.js";
+import { jsonOf, type ParsedResponse, RawClient, until } from "./support/raw-client.js";
 import { fixtureTaskModule, startTestService, type TestService } from "./support/service.js";
 
 const BUNDLE = corpusBytes("vectors/01_happy_minimal.json");
-
-/** Far above every short timeout below: a wait that reaches it means nothing closed. */
-const WAIT_LIMIT_MS = 15_000;
 
 /**
  * Each deadline well apart from the others, so that each test meets the one it is about: the
@@ -40,123 +38,6 @@ const LONG: Partial<HttpServerConfig> = {
   idleTimeoutMs: 60_000,
   keepAliveTimeoutMs: 60_000,
 };
-
-interface ParsedResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** The responses in `bytes`, in order (interim 1xx ones included, they have no body). */
-function parseResponses(bytes: Buffer): ParsedResponse[] {
-  const responses: ParsedResponse[] = [];
-  let offset = 0;
-  while (offset < bytes.length) {
-    const end = bytes.indexOf("\r\n\r\n", offset);
-    if (end < 0) break;
-    const [statusLine = "", ...lines] = bytes
-      .subarray(offset, end)
-      .toString("latin1")
-      .split("\r\n");
-    const headers: Record<string, string> = {};
-    for (const line of lines) {
-      const colon = line.indexOf(":");
-      headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-    }
-    const status = Number(statusLine.split(" ")[1]);
-    const length = status < 200 ? 0 : Number(headers["content-length"] ?? 0);
-    const bodyStart = end + 4;
-    responses.push({
-      status,
-      headers,
-      body: bytes.subarray(bodyStart, bodyStart + length).toString("utf8"),
-    });
-    offset = bodyStart + length;
-  }
-  return responses;
-}
-
-/** A raw client connection that records what it receives and whether the server closed it. */
-class RawClient {
-  readonly socket: Socket;
-  readonly #chunks: Buffer[] = [];
-  #closed = false;
-  readonly #closedPromise: Promise<void>;
-
-  private constructor(socket: Socket) {
-    this.socket = socket;
-    socket.on("data", (chunk: Buffer) => this.#chunks.push(chunk));
-    // A reset after the server's answer is a way of closing, not a test failure.
-    socket.on("error", () => {});
-    this.#closedPromise = new Promise((resolve) => {
-      socket.on("close", () => {
-        this.#closed = true;
-        resolve();
-      });
-    });
-  }
-
-  static open(port: number): Promise<RawClient> {
-    return new Promise((resolve, reject) => {
-      const socket = connect(port, "127.0.0.1");
-      socket.once("connect", () => resolve(new RawClient(socket)));
-      socket.once("error", reject);
-    });
-  }
-
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  send(text: string | Buffer): void {
-    this.socket.write(text);
-  }
-
-  received(): Buffer {
-    return Buffer.concat(this.#chunks);
-  }
-
-  responses(): ParsedResponse[] {
-    return parseResponses(this.received());
-  }
-
-  /** Whether the server closed the connection within `limitMs`. */
-  async closedWithin(limitMs = WAIT_LIMIT_MS): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const limit = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, limitMs);
-    });
-    await Promise.race([this.#closedPromise, limit]);
-    clearTimeout(timer);
-    return this.#closed;
-  }
-
-  /** Waits (bounded) until `count` responses have arrived. */
-  async responsesArrived(count: number, limitMs = WAIT_LIMIT_MS): Promise<ParsedResponse[]> {
-    await until(() => this.responses().length >= count || this.#closed, limitMs);
-    return this.responses();
-  }
-
-  destroy(): void {
-    this.socket.destroy();
-  }
-}
-
-/** Polls `condition` every 10 ms, for at most `limitMs`; returns whether it became true. */
-async function until(condition: () => boolean, limitMs = WAIT_LIMIT_MS): Promise<boolean> {
-  const deadline = Date.now() + limitMs;
-  while (!condition()) {
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return true;
-}
-
-function jsonOf(response: ParsedResponse | undefined): unknown {
-  assert.ok(response, "no response arrived");
-  assert.equal(response.headers["content-type"], "application/json; charset=utf-8");
-  return JSON.parse(response.body);
-}
 
 async function listening(service: TestService): Promise<number> {
   await service.app.listen({ port: 0, host: "127.0.0.1" });
@@ -495,7 +376,8 @@ describe("Node's own refusals in the service's shape", () => {
 
 describe("the connection cap", () => {
   const MAX = 3;
-  const RESERVE = 2;
+  /** A quarter of it, 2, is one address's share of the reserve. */
+  const RESERVE = 8;
   let service: TestService;
   let port: number;
   const held: RawClient[] = [];
@@ -512,13 +394,14 @@ describe("the connection cap", () => {
 
   const counts = () => service.app.connections.counts();
 
-  test("fill the cap with stalled connections", async () => {
+  test("fill the cap with stalled bodies (requests in progress: none is idle)", async () => {
     for (let index = 0; index < MAX; index += 1) {
       const client = await RawClient.open(port);
-      client.send("GET /health HTTP/1.1\r\nHost: a\r\nX-Slow: ");
+      client.send(`${verifyHead(`X-SVC-Key: ${service.key}\r\n`, 1_000_000)}{`);
       held.push(client);
     }
-    assert.ok(await until(() => counts().admitted === MAX));
+    // Each body admitted: every request is in progress.
+    assert.ok(await until(() => service.app.memoryBudget.used >= MAX * 1_000_000));
   });
 
   test("past the cap, GET /health is still answered (then the connection closes)", async () => {
@@ -548,7 +431,10 @@ describe("the connection cap", () => {
   test("past the reserve too, a new connection gets the 503 before it sends anything", async () => {
     const reserve: RawClient[] = [];
     try {
-      for (let index = 0; index < RESERVE; index += 1) reserve.push(await RawClient.open(port));
+      // Four addresses, each with its share of the reserve.
+      for (let index = 0; index < RESERVE; index += 1) {
+        reserve.push(await RawClient.open(port, `127.0.1.${1 + (index % 4)}`));
+      }
       assert.ok(await until(() => counts().reserve === RESERVE));
       const refusedBefore = counts().refused;
       const client = await RawClient.open(port);

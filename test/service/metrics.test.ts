@@ -55,8 +55,9 @@ describe("/metrics of a web process", () => {
   before(async () => {
     service = await startTestService({ limits: { anonymousDailyCap: 1 } });
     api = await listen(service);
-    metrics = await startMetricsServer({ host: "127.0.0.1", port: 0, token: TOKEN }, () =>
-      service.app.metrics.render(),
+    metrics = await startMetricsServer(
+      { host: "127.0.0.1", port: 0, token: TOKEN, maxConnections: 32 },
+      () => service.app.metrics.render(),
     );
   });
   after(async () => {

@@ -12,6 +12,14 @@
  *   served one `GET /health` and closed, and anything else on it is a 503; past the reserve too,
  *   a new connection gets the 503 at once. The cap sits below the open-file limit, because a
  *   connection accepted past that limit is reset before anyone can answer it.
+ * - Shares per client address (issue 22): one address (an IPv4 address, an IPv6 /64) holds
+ *   at most `maxConnectionsPerAddress` connections (past it, only the reserve) and a quarter
+ *   of the reserve. A connection that would pass the cap is admitted by closing an idle one
+ *   of the address that holds the most, so connections that only wait cannot keep a new
+ *   client out. The socket's peer is the address: a proxy named in
+ *   `TRUST_PROXY` speaks for many clients and has no share of its own.
+ * - A minimum read rate: an answer the client reads slower than `minReadBytesPerSecond`, over
+ *   each idle-timeout period, closes its connection (a trickle keeps the idle timeout away).
  * - Lingering close: when an answer closes a connection whose request body was not read (a
  *   refusal), the socket half-closes and keeps discarding what arrives for a moment before it
  *   is destroyed, because closing a socket with unread bytes sends a reset, and a reset can make
@@ -20,13 +28,14 @@
  *   cannot meet) are answered in the service's `{error, detail}` shape.
  *
  * `registerConnectionHooks` adds the request-level half: a missing or repeated `Host` is a 400,
- * an answer sent before the body was read closes the connection, and `100 Continue` is sent
- * only once the request's credentials have been accepted.
+ * and an answer sent before the body was read closes the connection. (`100 Continue` is sent
+ * once a request is admitted: `body-admission.ts`.)
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { Socket } from "node:net";
+import { BlockList, isIP, type Socket } from "node:net";
 import type { FastifyInstance, FastifyServerFactoryHandler } from "fastify";
-import type { HttpServerConfig } from "../config.js";
+import { addressNetwork } from "../../access/evaluation/client-address.js";
+import type { HttpServerConfig, TrustProxy } from "../config.js";
 import { type ErrorCode, type ErrorFields, errorAnswer, sendAnswer } from "../errors.js";
 
 /** How long a refused or reserve connection may sit idle, at most. */
@@ -34,9 +43,6 @@ const BRIEF_IDLE_MS = 2000;
 
 /** Sockets answered 503 and lingering at once; past it a new socket is closed unanswered. */
 const MAX_LINGERING_REFUSALS = 256;
-
-/** Node's own test for an `Expect` that asks for `100 Continue`. */
-const CONTINUE_EXPECTATION = /(?:^|\W)100-continue(?:$|\W)/i;
 
 type Tier = "served" | "reserve" | "refused";
 
@@ -49,6 +55,57 @@ interface ConnectionState {
   tier: Tier;
   /** Requests read from this connection whose answers are not finished yet. */
   exchanges: Set<Exchange>;
+  /** The client network whose share the connection counts against; null: a trusted proxy. */
+  network: string | null;
+  /** Set once the connection's slot is given back (closed, or closed to make room). */
+  released: boolean;
+  /** The read-rate check, while answers wait to be written out; null otherwise. */
+  readWatch: NodeJS.Timeout | null;
+}
+
+/** The connections one client network holds. */
+interface AddressShare {
+  /** Served connections, oldest first. */
+  served: Set<Socket>;
+  /** Those of them with no request in progress: the ones closed to make room. */
+  idle: Set<Socket>;
+  reserve: number;
+}
+
+/** The ranges `TRUST_PROXY`'s names stand for (as in proxy-addr, which Fastify uses). */
+const PROXY_RANGES: Record<string, [string, number, "ipv4" | "ipv6"][]> = {
+  loopback: [
+    ["127.0.0.0", 8, "ipv4"],
+    ["::1", 128, "ipv6"],
+  ],
+  linklocal: [
+    ["169.254.0.0", 16, "ipv4"],
+    ["fe80::", 10, "ipv6"],
+  ],
+  uniquelocal: [
+    ["10.0.0.0", 8, "ipv4"],
+    ["172.16.0.0", 12, "ipv4"],
+    ["192.168.0.0", 16, "ipv4"],
+    ["fc00::", 7, "ipv6"],
+  ],
+};
+
+/** The proxies of `TRUST_PROXY` as a block list, or null when none are trusted. */
+function trustedProxies(trustProxy: TrustProxy): BlockList | null {
+  if (trustProxy === false) return null;
+  const list = new BlockList();
+  for (const entry of trustProxy) {
+    const named = PROXY_RANGES[entry];
+    if (named !== undefined) {
+      for (const [network, prefix, family] of named) list.addSubnet(network, prefix, family);
+      continue;
+    }
+    const [address = "", bits] = entry.split("/");
+    const family = isIP(address) === 6 ? "ipv6" : "ipv4";
+    if (bits === undefined) list.addAddress(address, family);
+    else list.addSubnet(address, Number(bits), family);
+  }
+  return list;
 }
 
 export interface ConnectionCounts {
@@ -58,6 +115,8 @@ export interface ConnectionCounts {
   reserve: number;
   /** Connections refused with 503 since the server started. */
   refused: number;
+  /** Idle connections closed to admit a new one, since the server started. */
+  evicted: number;
 }
 
 /**
@@ -124,12 +183,20 @@ function isHealthCheck(request: IncomingMessage): boolean {
  */
 export class ConnectionGuard {
   readonly #config: HttpServerConfig;
+  readonly #proxies: BlockList | null;
   readonly #states = new WeakMap<Socket, ConnectionState>();
-  readonly #counts: ConnectionCounts = { admitted: 0, reserve: 0, refused: 0 };
+  readonly #shares = new Map<string, AddressShare>();
+  readonly #counts: ConnectionCounts = { admitted: 0, reserve: 0, refused: 0, evicted: 0 };
   #lingeringRefusals = 0;
 
-  constructor(config: HttpServerConfig) {
+  constructor(config: HttpServerConfig, trustProxy: TrustProxy = false) {
     this.#config = config;
+    this.#proxies = trustedProxies(trustProxy);
+  }
+
+  /** Reserve connections one address may hold: a quarter of the reserve, at least one. */
+  get #reserveShare(): number {
+    return Math.max(1, Math.floor(this.#config.healthReserveConnections / 4));
   }
 
   /** Live counts, for tests and measurements. */
@@ -188,14 +255,73 @@ export class ConnectionGuard {
     this.#answerAndClose(socket, clientErrorAnswer(error));
   };
 
-  #onConnection(socket: Socket): void {
-    const { maxConnections, healthReserveConnections } = this.#config;
+  /** The client network of a socket, or null for a trusted proxy (or an unknown peer). */
+  #networkOf(socket: Socket): string | null {
+    const address = socket.remoteAddress;
+    if (address === undefined) return null;
+    const family = isIP(address);
+    if (family === 0) return null;
+    if (this.#proxies?.check(address, family === 6 ? "ipv6" : "ipv4")) return null;
+    return addressNetwork(address);
+  }
+
+  #shareOf(network: string): AddressShare {
+    let share = this.#shares.get(network);
+    if (share === undefined) {
+      share = { served: new Set(), idle: new Set(), reserve: 0 };
+      this.#shares.set(network, share);
+    }
+    return share;
+  }
+
+  /** Closes the oldest idle connection of `share`; whether there was one. */
+  #evictFrom(share: AddressShare | undefined): boolean {
+    const [socket] = share?.idle ?? [];
+    if (socket === undefined) return false;
+    this.#release(socket);
+    this.#counts.evicted += 1;
+    socket.destroy();
+    return true;
+  }
+
+  /** Closes an idle connection of the address that holds the most; whether there was one. */
+  #evictHeaviest(): boolean {
+    let heaviest: AddressShare | undefined;
+    for (const share of this.#shares.values()) {
+      if (share.idle.size > 0 && share.served.size > (heaviest?.served.size ?? 0)) {
+        heaviest = share;
+      }
+    }
+    return this.#evictFrom(heaviest);
+  }
+
+  /** Where a new connection from `network` goes, after closing idle ones to make room. */
+  #tierFor(network: string | null): Tier {
+    const { maxConnections, healthReserveConnections, maxConnectionsPerAddress } = this.#config;
     const counts = this.#counts;
-    let tier: Tier;
-    if (counts.admitted < maxConnections) tier = "served";
-    else if (counts.admitted < maxConnections + healthReserveConnections) tier = "reserve";
-    else tier = "refused";
-    this.#states.set(socket, { tier, exchanges: new Set() });
+    const share = network === null ? undefined : this.#shares.get(network);
+    const overShare = share !== undefined && share.served.size >= maxConnectionsPerAddress;
+    const served = counts.admitted - counts.reserve;
+    // An address at its share gets only the reserve: closing its own idle connections for it
+    // would let a client that reconnects at once churn through them for ever.
+    if (!overShare && (served < maxConnections || this.#evictHeaviest())) return "served";
+    const reserveFull = counts.reserve >= healthReserveConnections;
+    const addressReserveFull = share !== undefined && share.reserve >= this.#reserveShare;
+    return reserveFull || addressReserveFull ? "refused" : "reserve";
+  }
+
+  #onConnection(socket: Socket): void {
+    const network = this.#networkOf(socket);
+    const tier = this.#tierFor(network);
+    const state: ConnectionState = {
+      tier,
+      exchanges: new Set(),
+      network,
+      released: false,
+      readWatch: null,
+    };
+    this.#states.set(socket, state);
+    const counts = this.#counts;
 
     if (tier === "refused") {
       counts.refused += 1;
@@ -215,13 +341,44 @@ export class ConnectionGuard {
 
     counts.admitted += 1;
     if (tier === "reserve") counts.reserve += 1;
-    socket.once("close", () => {
-      counts.admitted -= 1;
-      if (tier === "reserve") counts.reserve -= 1;
-    });
+    if (network !== null) {
+      const share = this.#shareOf(network);
+      if (tier === "reserve") share.reserve += 1;
+      else {
+        share.served.add(socket);
+        share.idle.add(socket);
+      }
+    }
+    socket.once("close", () => this.#release(socket));
     // A health check sends its request at once; a reserve slot is not for holding.
     if (tier === "reserve") socket.setTimeout(this.#lingerMs);
     socket.destroySoon = () => this.#closeAfterAnswer(socket);
+  }
+
+  /** Gives a connection's slot back, once: when it closes, or when it is closed to make room. */
+  #release(socket: Socket): void {
+    const state = this.#states.get(socket);
+    if (state === undefined || state.released || state.tier === "refused") return;
+    state.released = true;
+    const counts = this.#counts;
+    counts.admitted -= 1;
+    if (state.tier === "reserve") counts.reserve -= 1;
+    if (state.network === null) return;
+    const share = this.#shares.get(state.network);
+    if (share === undefined) return;
+    if (state.tier === "reserve") share.reserve -= 1;
+    share.served.delete(socket);
+    share.idle.delete(socket);
+    if (share.served.size === 0 && share.reserve === 0) this.#shares.delete(state.network);
+  }
+
+  /** Marks whether a served connection has a request in progress (idle ones make room). */
+  #setBusy(socket: Socket, state: ConnectionState): void {
+    if (state.released || state.tier !== "served" || state.network === null) return;
+    const share = this.#shares.get(state.network);
+    if (share === undefined) return;
+    if (state.exchanges.size > 0) share.idle.delete(socket);
+    else share.idle.add(socket);
   }
 
   #onRequest(
@@ -241,9 +398,45 @@ export class ConnectionGuard {
       response.setHeader("connection", "close");
     }
     const exchange = { request, response };
+    const socket = request.socket;
     state.exchanges.add(exchange);
-    response.once("close", () => state.exchanges.delete(exchange));
+    this.#setBusy(socket, state);
+    response.once("close", () => {
+      state.exchanges.delete(exchange);
+      this.#setBusy(socket, state);
+    });
+    // Ended but not yet written out: from here on the client is the one to act.
+    response.once("prefinish", () => this.#watchReadRate(socket, state));
     handler(request, response);
+  }
+
+  /**
+   * Closes the connection when the client reads its answers slower than the minimum rate,
+   * measured over each idle-timeout period in which answers wait to be written out. The idle
+   * timeout cannot see this: every byte the client reads lets the server write again.
+   */
+  #watchReadRate(socket: Socket, state: ConnectionState): void {
+    const rate = this.#config.minReadBytesPerSecond;
+    if (rate === 0 || state.readWatch !== null || socket.destroyed) return;
+    const periodMs = this.#config.idleTimeoutMs;
+    const written = () => socket.bytesWritten - socket.writableLength;
+    let mark = written();
+    const stop = () => {
+      if (state.readWatch !== null) clearInterval(state.readWatch);
+      state.readWatch = null;
+      socket.off("close", stop);
+    };
+    state.readWatch = setInterval(() => {
+      const now = written();
+      if (socket.writableLength === 0) stop();
+      else if (now - mark < (rate * periodMs) / 1000) {
+        stop();
+        socket.destroy();
+      }
+      mark = now;
+    }, periodMs);
+    state.readWatch.unref();
+    socket.once("close", stop);
   }
 
   /**
@@ -327,9 +520,7 @@ export function headerCount(request: IncomingMessage, name: string): number {
 
 /**
  * The request-level half: registered before access control, so that a request without a
- * usable `Host` is refused before anything else, and so that `100 Continue` follows the
- * credential check (`preParsing` runs after every `onRequest` hook, and not at all once one
- * of them has answered).
+ * usable `Host` is refused before anything else.
  */
 export function registerConnectionHooks(app: FastifyInstance): void {
   app.addHook("onRequest", async (request, reply) => {
@@ -347,20 +538,6 @@ export function registerConnectionHooks(app: FastifyInstance): void {
         }),
       );
     }
-  });
-
-  app.addHook("preParsing", async (request, reply, payload) => {
-    const expectation = request.headers.expect;
-    if (
-      expectation !== undefined &&
-      request.raw.httpVersion === "1.1" &&
-      CONTINUE_EXPECTATION.test(expectation) &&
-      !reply.sent &&
-      !reply.raw.headersSent
-    ) {
-      reply.raw.writeContinue();
-    }
-    return payload;
   });
 
   // An answer given before the body was read (a refusal at the door, a 413 on the declared

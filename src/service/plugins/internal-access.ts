@@ -37,11 +37,11 @@ export function internalAccessRefusal(
 }
 
 /**
- * Guards every route of `app`'s scope whose access class is `internal`. Register it in the
- * plugin that declares those routes.
+ * Guards every route of `app`'s scope whose access class is `internal`, before the body is
+ * read, like the other refusals at the door. Register it in the plugin that declares them.
  */
 export function registerInternalAccess(app: FastifyInstance, token: InternalToken): void {
-  app.addHook("preHandler", async (request: FastifyRequest, reply: FastifyReply) => {
+  app.addHook("onRequest", async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.routeOptions.config.access !== "internal") return;
     const refusal = internalAccessRefusal(request, token);
     if (refusal !== null) return sendAnswer(reply, refusal);

@@ -1,18 +1,6 @@
 /**
- * Request bodies reach handlers as the raw bytes, whatever the Content-Type says: the main
- * thread never parses JSON, a worker parses it strictly (verifier.md §1.2) where the CPU
- * work belongs. Bodies over the route's limit are refused by Fastify while streaming
- * (`FST_ERR_CTP_BODY_TOO_LARGE`, answered 413), so they are never held in memory.
+ * The raw request body as handlers use it; it is read by `http/body-admission.ts`.
  */
-import type { FastifyInstance } from "fastify";
-
-export function registerRawBodyParser(app: FastifyInstance): void {
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => {
-    done(null, body);
-  });
-}
-
 /** The body as bytes; a request without a body has zero of them. */
 export function rawBody(body: unknown): Buffer {
   return Buffer.isBuffer(body) ? body : Buffer.alloc(0);

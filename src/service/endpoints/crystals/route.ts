@@ -79,6 +79,12 @@ const postCrystalSchema = {
     403: { ...errorResponseSchema, description: "tenant_forbidden: another principal owns it" },
     409: { ...errorResponseSchema, description: "crystal_conflict: stored with another envelope" },
     422: { ...errorResponseSchema, description: "parent_not_found in this tenant" },
+    429: {
+      ...errorResponseSchema,
+      description:
+        "too_many_uploads: this principal is already sending `limit` crystal bodies " +
+        "(`max_crystal_uploads_per_key`, GET /info); or daily_cap_reached",
+    },
     ...commonErrorResponses,
     413: {
       ...errorResponseSchema,
@@ -231,7 +237,7 @@ export async function crystalRoutes(app: FastifyInstance) {
     {
       schema: postCrystalSchema,
       bodyLimit: limits.maxCrystalBodyBytes,
-      config: { access: "leased" },
+      config: { access: "leased", uploadsPerKey: true },
     },
     async (request, reply) => {
       const body = transferableBody(request.body);

@@ -119,6 +119,17 @@ const infoSchema = {
           type: "object",
           properties: {
             max_body_bytes: { type: "integer" },
+            max_anonymous_body_bytes: {
+              type: "integer",
+              description:
+                "the body a request without a key, pass or payment may send (MCP discovery); " +
+                "above it 413 body_too_large before the body is read",
+            },
+            max_crystal_uploads_per_key: {
+              type: "integer",
+              description:
+                "POST /crystals bodies one key may send at once; more: 429 too_many_uploads",
+            },
             max_batch: { type: "integer" },
             max_result_bytes: {
               type: "integer",
@@ -259,6 +270,8 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
       crystals: crystalsInfo(limits.maxCrystalCiphertextBytes),
       limits: {
         max_body_bytes: limits.maxBodyBytes,
+        max_anonymous_body_bytes: limits.maxAnonymousBodyBytes,
+        max_crystal_uploads_per_key: limits.maxCrystalUploadsPerKey,
         max_batch: limits.maxBatch,
         max_result_bytes: limits.maxResultBytes,
         cpu_task_deadline_ms: app.serviceConfig.cpuPool.taskDeadlineMs,

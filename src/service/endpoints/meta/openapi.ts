@@ -261,6 +261,8 @@ function derivedCodes(path: string, facts: RouteFacts, payments: boolean): Error
   if (access === "internal") codes.push("internal_token_required", "loopback_only");
   if (facts.hasBody)
     codes.push("invalid_json", "body_too_large", "overloaded", "work_limit_exceeded");
+  // Any request but a health check, while the process holds its memory budget.
+  if (!UNCOUNTED.has(path)) codes.push("memory_budget_exceeded");
   return codes;
 }
 

@@ -14,8 +14,8 @@ import type { SettlementStored, SettlementsQueue } from "../../../../queues/sett
 import type { SettlementReceipt } from "../../../../src/payments/settlement-receipt.js";
 import { CpuPool } from "../../../../src/service/cpu-pool.js";
 import { paymentReceiptRoutes } from "../../../../src/service/endpoints/settlements/route.js";
+import { registerRawBodyParser } from "../../../../src/service/http/body-admission.js";
 import { InternalToken, InternalTokenError } from "../../../../src/service/internal-token.js";
-import { registerRawBodyParser } from "../../../../src/service/plugins/raw-body.js";
 import { registerSchemaValidation } from "../../../../src/service/plugins/schemas.js";
 import { didKeyToPublicKey } from "../../../../src/verifier/crypto/did-key.js";
 import { startTestService, type TestService, temporaryDataDir } from "../../support/service.js";

@@ -1,0 +1,263 @@
+/**
+ * What a request may make the process hold, decided before its body is read (issue 22):
+ *
+ * - A memory budget across the process: every admitted request holds its body's declared
+ *   length (the route's limit when the length is not declared) and, once built, its answer,
+ *   until its response closes. A request that does not fit is refused `503
+ *   memory_budget_exceeded` before its body is read; `/health` is always answered. Holding
+ *   the declared length, not the bytes received so far, is what bounds the memory: a client
+ *   admitted on a promise of 1 byte could otherwise send 1 MiB once admitted.
+ * - A request's body limit: the route's, or `maxAnonymousBodyBytes` for a request without a
+ *   key, pass or payment (MCP discovery, evaluation-key issuance). A declared length over it
+ *   is a `413 body_too_large` before `100 Continue`, so the client never uploads it; a body
+ *   without a declared length is cut off at the limit while it streams.
+ * - Routes that take large bodies from one principal (`POST /crystals`) hold at most
+ *   `maxCrystalUploadsPerKey` of them per principal at once: more are `429 too_many_uploads`.
+ *
+ * Registered after access control: `preParsing` runs once every `onRequest` hook (the
+ * credential check) has passed, and not at all once one has answered.
+ */
+import type { Socket } from "node:net";
+import type { Readable } from "node:stream";
+import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
+import type { ServiceLimits } from "../config.js";
+import { type Answer, errorAnswer, ServiceError, sendAnswer } from "../errors.js";
+
+/** Node's own test for an `Expect` that asks for `100 Continue`. */
+const CONTINUE_EXPECTATION = /(?:^|\W)100-continue(?:$|\W)/i;
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The route's bodies count against `maxCrystalUploadsPerKey` per principal. */
+    uploadsPerKey?: boolean;
+  }
+  interface FastifyRequest {
+    /** What this request holds of the memory budget, once admitted; null before. */
+    memoryHold: MemoryHold | null;
+    /** The body this request may send, once admitted; null: the route's limit. */
+    admittedBodyBytes: number | null;
+  }
+  interface FastifyInstance {
+    /** Bytes of bodies and answers held across the process (issue 22). */
+    memoryBudget: MemoryBudget;
+  }
+}
+
+/** One request's part of the budget: held until its response closes. */
+interface MemoryHold {
+  bytes: number;
+  /** False once the response closed: an answer built after that is never written. */
+  open: boolean;
+}
+
+/** Bytes held across the process against one limit. */
+export class MemoryBudget {
+  readonly limit: number;
+  #used = 0;
+
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+
+  get used(): number {
+    return this.#used;
+  }
+
+  /** Holds `bytes` if they fit; a request that holds nothing fits while the budget is not spent. */
+  tryHold(bytes: number): boolean {
+    if (this.#used >= this.limit || this.#used + bytes > this.limit) return false;
+    this.#used += bytes;
+    return true;
+  }
+
+  /** Holds bytes that already exist (a built answer), whether or not they fit. */
+  hold(bytes: number): void {
+    this.#used += bytes;
+  }
+
+  release(bytes: number): void {
+    this.#used = Math.max(0, this.#used - bytes);
+  }
+}
+
+/** What runs when a socket closes: one listener per socket, however many requests it carries. */
+const socketCloseActions = new WeakMap<Socket, Set<() => void>>();
+
+/** Runs `action` when `socket` closes; returns the function that cancels it. */
+function onSocketClose(socket: Socket | undefined, action: () => void): () => void {
+  if (socket === undefined || typeof socket.once !== "function") return () => {};
+  let actions = socketCloseActions.get(socket);
+  if (actions === undefined) {
+    const set = new Set<() => void>();
+    actions = set;
+    socketCloseActions.set(socket, set);
+    socket.once("close", () => {
+      for (const run of set) run();
+      set.clear();
+    });
+  }
+  const registered = actions;
+  registered.add(action);
+  return () => registered.delete(action);
+}
+
+function isHealthCheck(request: FastifyRequest): boolean {
+  return request.routeOptions.url === "/health";
+}
+
+/** The body `request` may send: the route's limit, lower for a request without credentials. */
+function bodyLimitOf(request: FastifyRequest, limits: ServiceLimits): number {
+  const routeLimit = request.routeOptions.bodyLimit ?? limits.maxBodyBytes;
+  const access = request.routeOptions.config.access;
+  // Internal routes check the loopback address and the token before the body instead.
+  const anonymous = request.credential?.kind === "none" && access !== "internal";
+  return anonymous ? Math.min(routeLimit, limits.maxAnonymousBodyBytes) : routeLimit;
+}
+
+/** The declared body length, or null for a body of unknown length (chunked). */
+function declaredLength(request: FastifyRequest): number | null {
+  const text = request.headers["content-length"];
+  if (text !== undefined && /^\d+$/.test(text)) return Number(text);
+  return request.headers["transfer-encoding"] === undefined ? 0 : null;
+}
+
+export function registerBodyAdmission(app: FastifyInstance, budget: MemoryBudget): void {
+  const { limits } = app.serviceConfig;
+  const uploads = new Map<string, number>();
+  app.decorate("memoryBudget", budget);
+  app.decorateRequest("memoryHold", null);
+  app.decorateRequest("admittedBodyBytes", null);
+
+  app.addHook("preParsing", async (request, reply, payload) => {
+    const limit = bodyLimitOf(request, limits);
+    request.admittedBodyBytes = limit;
+    if (reply.sent || isHealthCheck(request)) return payload;
+    const declared = declaredLength(request);
+    // A refusal here leaves the body unread: the connection cannot carry another request.
+    const refuse = (answer: Answer) => {
+      if (declared !== 0) reply.header("connection", "close");
+      return sendAnswer(reply, answer);
+    };
+    if (declared !== null && declared > limit) {
+      return refuse(errorAnswer("body_too_large", { limit }));
+    }
+    const principal = request.principal;
+    const countsUploads = request.routeOptions.config.uploadsPerKey === true;
+    if (countsUploads && (uploads.get(principal) ?? 0) >= limits.maxCrystalUploadsPerKey) {
+      reply.header("retry-after", "1");
+      return refuse(
+        errorAnswer("too_many_uploads", {
+          detail:
+            "this key is already sending as many bodies as it may at once; retry when one is answered",
+          limit: limits.maxCrystalUploadsPerKey,
+        }),
+      );
+    }
+    const bodyBytes = Math.min(declared ?? limit, limit);
+    if (!budget.tryHold(bodyBytes)) {
+      reply.header("retry-after", "1");
+      return refuse(
+        errorAnswer("memory_budget_exceeded", {
+          detail: "the server holds as much request and answer data as it may; retry shortly",
+        }),
+      );
+    }
+    const hold: MemoryHold = { bytes: bodyBytes, open: true };
+    request.memoryHold = hold;
+    if (countsUploads) uploads.set(principal, (uploads.get(principal) ?? 0) + 1);
+    const release = () => {
+      if (!hold.open) return;
+      hold.open = false;
+      budget.release(hold.bytes);
+      hold.bytes = 0;
+      forget();
+      if (!countsUploads) return;
+      const left = (uploads.get(principal) ?? 1) - 1;
+      if (left === 0) uploads.delete(principal);
+      else uploads.set(principal, left);
+    };
+    // The socket too: Node never closes the answers still queued behind a pipelined one
+    // when the connection goes.
+    const forget = onSocketClose(request.raw.socket as Socket | undefined, release);
+    reply.raw.once("close", release);
+    // Only now is the client asked for its body.
+    const expectation = request.headers.expect;
+    if (
+      expectation !== undefined &&
+      request.raw.httpVersion === "1.1" &&
+      CONTINUE_EXPECTATION.test(expectation) &&
+      !reply.raw.headersSent
+    ) {
+      reply.raw.writeContinue();
+    }
+    return payload;
+  });
+
+  // The answer, once built, is held until it is written out (or the connection closes).
+  app.addHook("onSend", async (request, _reply, payload) => {
+    const hold = request.memoryHold;
+    if (hold === null || !hold.open) return payload;
+    const bytes =
+      typeof payload === "string"
+        ? Buffer.byteLength(payload)
+        : Buffer.isBuffer(payload)
+          ? payload.length
+          : 0;
+    budget.hold(bytes);
+    hold.bytes += bytes;
+    return payload;
+  });
+}
+
+/**
+ * Request bodies reach handlers as the raw bytes, whatever the Content-Type says: the main
+ * thread never parses JSON, a worker parses it strictly (verifier.md §1.2) where the CPU
+ * work belongs. A body is read up to the limit its admission set, and refused `413
+ * body_too_large` as soon as it passes it, so it is never held whole.
+ */
+export function registerRawBodyParser(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", (request, payload, done) => {
+    readBody(request, payload, done);
+  });
+}
+
+function readBody(
+  request: FastifyRequest,
+  payload: Readable,
+  done: (error: Error | null, body?: Buffer) => void,
+): void {
+  const limit = request.admittedBodyBytes ?? request.routeOptions.bodyLimit ?? 0;
+  const declared = declaredLength(request);
+  const chunks: Buffer[] = [];
+  let received = 0;
+  const finish = (error: Error | null, body?: Buffer) => {
+    payload.off("data", onData);
+    payload.off("end", onEnd);
+    payload.off("error", onError);
+    done(error, body);
+  };
+  const onData = (chunk: Buffer) => {
+    received += chunk.length;
+    if (received > limit) {
+      finish(new ServiceError("body_too_large", { limit }));
+      return;
+    }
+    chunks.push(chunk);
+  };
+  const onEnd = () => {
+    if (declared !== null && received !== declared) {
+      finish(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
+      return;
+    }
+    finish(null, Buffer.concat(chunks, received));
+  };
+  const onError = (error: Error & { statusCode?: number }) => {
+    if (!(typeof error.statusCode === "number" && error.statusCode >= 400)) error.statusCode = 400;
+    finish(error);
+  };
+  payload.on("data", onData);
+  payload.on("end", onEnd);
+  payload.on("error", onError);
+  payload.resume();
+}
