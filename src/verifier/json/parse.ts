@@ -10,6 +10,8 @@
  * - Container nesting beyond `maxDepth` fails with a `nesting` error (Python's RecursionError).
  */
 import { reprString } from "../py/repr.js";
+import { compareCodePoints } from "./canonical.js";
+import { SignedSources } from "./signed-sources.js";
 import { decodeUtf8Strict, Utf8DecodeError } from "./utf8.js";
 import { type JsonObject, type JsonValue, normalizeInteger, PyFloat } from "./value.js";
 
@@ -42,6 +44,28 @@ export const PARSER_MAX_DEPTH = 1000;
 const MAX_INT_DIGITS = 4300;
 
 export function parseJson(input: Uint8Array | string, options: ParseOptions = {}): JsonValue {
+  return parseText(input, options, null);
+}
+
+/**
+ * `parseJson`, also noting where each signed record (an object with a `sig` member) lies in
+ * the input when the input already spells it in canonical form, so that its signed bytes can
+ * be taken from the input instead of being encoded again (`signed-sources.ts`).
+ */
+export function parseSigned(
+  input: Uint8Array | string,
+  options: ParseOptions = {},
+): { value: JsonValue; sources: SignedSources } {
+  const sources = new SignedSources();
+  const value = parseText(input, options, sources);
+  return { value, sources };
+}
+
+function parseText(
+  input: Uint8Array | string,
+  options: ParseOptions,
+  sources: SignedSources | null,
+): JsonValue {
   let text: string;
   if (typeof input === "string") text = input;
   else {
@@ -52,11 +76,18 @@ export function parseJson(input: Uint8Array | string, options: ParseOptions = {}
       throw error;
     }
   }
-  if (options.universalNewlines && text.includes("\r")) text = text.replace(/\r\n?/g, "\n");
+  // Offsets in the text are byte offsets too when every character is one byte (ASCII) and the
+  // text is the input as decoded (newline translation shifts them).
+  let sameOffsets = typeof input !== "string" && text.length === input.length;
+  if (options.universalNewlines && text.includes("\r")) {
+    text = text.replace(/\r\n?/g, "\n");
+    sameOffsets = false;
+  }
   if (text.charCodeAt(0) === 0xfeff) {
     throw syntaxError(text, "Unexpected UTF-8 BOM (decode using utf-8-sig)", 0);
   }
-  const parser = new Parser(text, options.maxDepth ?? PARSER_MAX_DEPTH);
+  sources?.attach(text, sameOffsets ? (input as Uint8Array) : null);
+  const parser = new Parser(text, options.maxDepth ?? PARSER_MAX_DEPTH, sources);
   return parser.parseDocument();
 }
 
@@ -125,10 +156,16 @@ class Parser {
   private depth = 0;
   /** Index just after the value the last `scan*` call returned (avoids a tuple per value). */
   private next = 0;
+  /**
+   * Whether the input spells the last value exactly as canonical encoding would: no
+   * whitespace, no escapes, integers only (no `-0`), members in code-point order.
+   */
+  private canonical = true;
 
   constructor(
     private readonly text: string,
     private readonly maxDepth: number,
+    private readonly sources: SignedSources | null,
   ) {}
 
   parseDocument(): JsonValue {
@@ -167,52 +204,63 @@ class Parser {
     switch (c) {
       case Ch.Quote:
         return this.scanString(idx + 1);
-      case Ch.OpenBrace:
-        return this.nested("object", () => this.scanObject(idx + 1));
-      case Ch.OpenBracket:
-        return this.nested("array", () => this.scanArray(idx + 1));
+      case Ch.OpenBrace: {
+        this.enter("object");
+        const obj = this.scanObject(idx + 1);
+        this.depth--;
+        return obj;
+      }
+      case Ch.OpenBracket: {
+        this.enter("array");
+        const arr = this.scanArray(idx + 1);
+        this.depth--;
+        return arr;
+      }
       case Ch.LowerN:
-        if (idx + 3 < len && text.startsWith("null", idx)) return this.done(null, idx + 4);
+        if (idx + 3 < len && text.startsWith("null", idx)) return this.literal(null, idx + 4);
         break;
       case Ch.LowerT:
-        if (idx + 3 < len && text.startsWith("true", idx)) return this.done(true, idx + 4);
+        if (idx + 3 < len && text.startsWith("true", idx)) return this.literal(true, idx + 4);
         break;
       case Ch.LowerF:
-        if (idx + 4 < len && text.startsWith("false", idx)) return this.done(false, idx + 5);
+        if (idx + 4 < len && text.startsWith("false", idx)) return this.literal(false, idx + 5);
         break;
       case Ch.UpperN:
-        if (idx + 2 < len && text.startsWith("NaN", idx))
-          return this.done(new PyFloat(Number.NaN), idx + 3);
+        if (idx + 2 < len && text.startsWith("NaN", idx)) return this.float(Number.NaN, idx + 3);
         break;
       case Ch.UpperI:
         if (idx + 7 < len && text.startsWith("Infinity", idx)) {
-          return this.done(new PyFloat(Number.POSITIVE_INFINITY), idx + 8);
+          return this.float(Number.POSITIVE_INFINITY, idx + 8);
         }
         break;
       case Ch.Minus:
         if (idx + 8 < len && text.startsWith("-Infinity", idx)) {
-          return this.done(new PyFloat(Number.NEGATIVE_INFINITY), idx + 9);
+          return this.float(Number.NEGATIVE_INFINITY, idx + 9);
         }
         break;
     }
     return this.scanNumber(idx);
   }
 
-  private done(value: JsonValue, next: number): JsonValue {
+  private literal(value: JsonValue, next: number): JsonValue {
     this.next = next;
+    this.canonical = true;
     return value;
   }
 
-  private nested(container: "array" | "object", scan: () => JsonValue): JsonValue {
+  private float(value: number, next: number): JsonValue {
+    this.next = next;
+    this.canonical = false;
+    return new PyFloat(value);
+  }
+
+  private enter(container: "array" | "object"): void {
     if (++this.depth > this.maxDepth) {
       throw new StrictJsonError(
         "nesting",
         `maximum recursion depth exceeded while decoding a JSON ${container} from a unicode string`,
       );
     }
-    const result = scan();
-    this.depth--;
-    return result;
   }
 
   private scanNumber(start: number): JsonValue {
@@ -269,11 +317,14 @@ class Parser {
       }
     }
     const token = text.slice(start, idx);
-    if (isFloat) return this.done(new PyFloat(Number(token)), idx);
+    if (isFloat) return this.float(Number(token), idx);
+    this.next = idx;
     const digits = token.charCodeAt(0) === Ch.Minus ? token.length - 1 : token.length;
     if (digits <= 15) {
       const n = Number(token);
-      return this.done(n === 0 ? 0 : n, idx);
+      // `-0` is the one integer token whose value prints differently (as `0`).
+      this.canonical = n !== 0 || digits === token.length;
+      return n === 0 ? 0 : n;
     }
     if (digits > MAX_INT_DIGITS) {
       throw new StrictJsonError(
@@ -281,10 +332,15 @@ class Parser {
         `Exceeds the limit (${MAX_INT_DIGITS} digits) for integer string conversion: value has ${digits} digits; use sys.set_int_max_str_digits() to increase the limit`,
       );
     }
-    return this.done(normalizeInteger(BigInt(token)), idx);
+    this.canonical = true;
+    return normalizeInteger(BigInt(token));
   }
 
-  /** `scanstring`: `begin` is the index just after the opening quote. */
+  /**
+   * `scanstring`: `begin` is the index just after the opening quote. A string without escapes
+   * is canonical: raw control characters are refused here and raw lone surrogates cannot be
+   * UTF-8, so canonical encoding writes it back as it came.
+   */
   private scanString(begin: number): string {
     const text = this.text;
     const len = text.length;
@@ -306,6 +362,7 @@ class Parser {
       next++;
       if (c === Ch.Quote) {
         this.next = next;
+        this.canonical = end === begin;
         return chunks ?? "";
       }
       if (next === len) throw syntaxError(text, "Unterminated string starting at", begin - 1);
@@ -381,32 +438,59 @@ class Parser {
     return code;
   }
 
+  /** `idx` is just after the `{`. */
   private scanObject(idx: number): JsonObject {
     const text = this.text;
     const endIdx = text.length - 1;
+    const start = idx - 1;
     const obj: JsonObject = new Map();
     let duplicate: string | null = null;
-    idx = this.skipWhitespace(idx);
+    let canonical = true;
+    let previousKey: string | null = null;
+    let sigStart = -1;
+    let sigEnd = -1;
+    let at = this.skipWhitespace(idx);
+    if (at !== idx) canonical = false;
+    idx = at;
     if (idx > endIdx || text.charCodeAt(idx) !== Ch.CloseBrace) {
       for (;;) {
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Quote) {
           throw syntaxError(text, "Expecting property name enclosed in double quotes", idx);
         }
+        const keyStart = idx;
         const key = this.scanString(idx + 1);
-        idx = this.skipWhitespace(this.next);
+        if (!this.canonical) canonical = false;
+        at = this.next;
+        idx = this.skipWhitespace(at);
+        if (idx !== at) canonical = false;
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Colon) {
           throw syntaxError(text, "Expecting ':' delimiter", idx);
         }
-        idx = this.skipWhitespace(idx + 1);
+        at = idx + 1;
+        idx = this.skipWhitespace(at);
+        if (idx !== at) canonical = false;
         const value = this.scan(idx);
+        if (!this.canonical) canonical = false;
         if (duplicate === null && obj.has(key)) duplicate = key;
         obj.set(key, value);
-        idx = this.skipWhitespace(this.next);
+        if (canonical) {
+          if (previousKey !== null && compareCodePoints(previousKey, key) >= 0) canonical = false;
+          previousKey = key;
+          if (key === "sig") {
+            sigStart = keyStart;
+            sigEnd = this.next;
+          }
+        }
+        at = this.next;
+        idx = this.skipWhitespace(at);
+        if (idx !== at) canonical = false;
         if (idx <= endIdx && text.charCodeAt(idx) === Ch.CloseBrace) break;
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Comma) {
           throw syntaxError(text, "Expecting ',' delimiter", idx);
         }
-        idx = this.skipWhitespace(idx + 1);
+        at = idx + 1;
+        idx = this.skipWhitespace(at);
+        if (idx !== at) canonical = false;
       }
     }
     if (duplicate !== null) {
@@ -416,26 +500,40 @@ class Parser {
       );
     }
     this.next = idx + 1;
+    this.canonical = canonical;
+    if (canonical && sigStart >= 0 && this.sources !== null) {
+      this.sources.record(obj, start, sigStart, sigEnd, this.next);
+    }
     return obj;
   }
 
+  /** `idx` is just after the `[`. */
   private scanArray(idx: number): JsonValue[] {
     const text = this.text;
     const endIdx = text.length - 1;
     const arr: JsonValue[] = [];
-    idx = this.skipWhitespace(idx);
+    let canonical = true;
+    let at = this.skipWhitespace(idx);
+    if (at !== idx) canonical = false;
+    idx = at;
     if (idx > endIdx || text.charCodeAt(idx) !== Ch.CloseBracket) {
       for (;;) {
         arr.push(this.scan(idx));
-        idx = this.skipWhitespace(this.next);
+        if (!this.canonical) canonical = false;
+        at = this.next;
+        idx = this.skipWhitespace(at);
+        if (idx !== at) canonical = false;
         if (idx <= endIdx && text.charCodeAt(idx) === Ch.CloseBracket) break;
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Comma) {
           throw syntaxError(text, "Expecting ',' delimiter", idx);
         }
-        idx = this.skipWhitespace(idx + 1);
+        at = idx + 1;
+        idx = this.skipWhitespace(at);
+        if (idx !== at) canonical = false;
       }
     }
     this.next = idx + 1;
+    this.canonical = canonical;
     return arr;
   }
 }
