@@ -48,9 +48,9 @@ export function parseJson(input: Uint8Array | string, options: ParseOptions = {}
 }
 
 /**
- * `parseJson`, also noting where each signed record (an object with a `sig` member) lies in
- * the input when the input already spells it in canonical form, so that its signed bytes can
- * be taken from the input instead of being encoded again (`signed-sources.ts`).
+ * `parseJson`, also noting where each signed record (an object with a `sig` member) whose
+ * members are in order lies in the input, so that its signed bytes can be copied from the
+ * input's bytes instead of encoded from the parsed value (`signed-sources.ts`).
  */
 export function parseSigned(
   input: Uint8Array | string,
@@ -157,10 +157,10 @@ class Parser {
   /** Index just after the value the last `scan*` call returned (avoids a tuple per value). */
   private next = 0;
   /**
-   * Whether the input spells the last value exactly as canonical encoding would: no
-   * whitespace, no escapes, integers only (no `-0`), members in code-point order.
+   * How many objects so far had members out of code-point order: an object whose scan leaves
+   * it unchanged is sorted throughout, the one case `SignedSources` can copy from.
    */
-  private canonical = true;
+  private unsorted = 0;
 
   constructor(
     private readonly text: string,
@@ -244,13 +244,11 @@ class Parser {
 
   private literal(value: JsonValue, next: number): JsonValue {
     this.next = next;
-    this.canonical = true;
     return value;
   }
 
   private float(value: number, next: number): JsonValue {
     this.next = next;
-    this.canonical = false;
     return new PyFloat(value);
   }
 
@@ -322,8 +320,6 @@ class Parser {
     const digits = token.charCodeAt(0) === Ch.Minus ? token.length - 1 : token.length;
     if (digits <= 15) {
       const n = Number(token);
-      // `-0` is the one integer token whose value prints differently (as `0`).
-      this.canonical = n !== 0 || digits === token.length;
       return n === 0 ? 0 : n;
     }
     if (digits > MAX_INT_DIGITS) {
@@ -332,15 +328,10 @@ class Parser {
         `Exceeds the limit (${MAX_INT_DIGITS} digits) for integer string conversion: value has ${digits} digits; use sys.set_int_max_str_digits() to increase the limit`,
       );
     }
-    this.canonical = true;
     return normalizeInteger(BigInt(token));
   }
 
-  /**
-   * `scanstring`: `begin` is the index just after the opening quote. A string without escapes
-   * is canonical: raw control characters are refused here and raw lone surrogates cannot be
-   * UTF-8, so canonical encoding writes it back as it came.
-   */
+  /** `scanstring`: `begin` is the index just after the opening quote. */
   private scanString(begin: number): string {
     const text = this.text;
     const len = text.length;
@@ -362,7 +353,6 @@ class Parser {
       next++;
       if (c === Ch.Quote) {
         this.next = next;
-        this.canonical = end === begin;
         return chunks ?? "";
       }
       if (next === len) throw syntaxError(text, "Unterminated string starting at", begin - 1);
@@ -445,52 +435,34 @@ class Parser {
     const start = idx - 1;
     const obj: JsonObject = new Map();
     let duplicate: string | null = null;
-    let canonical = true;
-    let previousKey: string | null = null;
-    let sigStart = -1;
-    let sigEnd = -1;
-    let at = this.skipWhitespace(idx);
-    if (at !== idx) canonical = false;
-    idx = at;
+    let signed = false;
+    const unsortedBefore = this.unsorted;
+    let sorted = true;
+    let previousKey = "";
+    idx = this.skipWhitespace(idx);
     if (idx > endIdx || text.charCodeAt(idx) !== Ch.CloseBrace) {
       for (;;) {
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Quote) {
           throw syntaxError(text, "Expecting property name enclosed in double quotes", idx);
         }
-        const keyStart = idx;
         const key = this.scanString(idx + 1);
-        if (!this.canonical) canonical = false;
-        at = this.next;
-        idx = this.skipWhitespace(at);
-        if (idx !== at) canonical = false;
+        idx = this.skipWhitespace(this.next);
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Colon) {
           throw syntaxError(text, "Expecting ':' delimiter", idx);
         }
-        at = idx + 1;
-        idx = this.skipWhitespace(at);
-        if (idx !== at) canonical = false;
+        idx = this.skipWhitespace(idx + 1);
         const value = this.scan(idx);
-        if (!this.canonical) canonical = false;
         if (duplicate === null && obj.has(key)) duplicate = key;
         obj.set(key, value);
-        if (canonical) {
-          if (previousKey !== null && compareCodePoints(previousKey, key) >= 0) canonical = false;
-          previousKey = key;
-          if (key === "sig") {
-            sigStart = keyStart;
-            sigEnd = this.next;
-          }
-        }
-        at = this.next;
-        idx = this.skipWhitespace(at);
-        if (idx !== at) canonical = false;
+        if (key === "sig") signed = true;
+        if (sorted && obj.size > 1 && compareCodePoints(previousKey, key) >= 0) sorted = false;
+        previousKey = key;
+        idx = this.skipWhitespace(this.next);
         if (idx <= endIdx && text.charCodeAt(idx) === Ch.CloseBrace) break;
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Comma) {
           throw syntaxError(text, "Expecting ',' delimiter", idx);
         }
-        at = idx + 1;
-        idx = this.skipWhitespace(at);
-        if (idx !== at) canonical = false;
+        idx = this.skipWhitespace(idx + 1);
       }
     }
     if (duplicate !== null) {
@@ -500,9 +472,9 @@ class Parser {
       );
     }
     this.next = idx + 1;
-    this.canonical = canonical;
-    if (canonical && sigStart >= 0 && this.sources !== null) {
-      this.sources.record(obj, start, sigStart, sigEnd, this.next);
+    if (!sorted) this.unsorted++;
+    if (signed && this.unsorted === unsortedBefore && this.sources !== null) {
+      this.sources.record(obj, start, this.next);
     }
     return obj;
   }
@@ -512,28 +484,19 @@ class Parser {
     const text = this.text;
     const endIdx = text.length - 1;
     const arr: JsonValue[] = [];
-    let canonical = true;
-    let at = this.skipWhitespace(idx);
-    if (at !== idx) canonical = false;
-    idx = at;
+    idx = this.skipWhitespace(idx);
     if (idx > endIdx || text.charCodeAt(idx) !== Ch.CloseBracket) {
       for (;;) {
         arr.push(this.scan(idx));
-        if (!this.canonical) canonical = false;
-        at = this.next;
-        idx = this.skipWhitespace(at);
-        if (idx !== at) canonical = false;
+        idx = this.skipWhitespace(this.next);
         if (idx <= endIdx && text.charCodeAt(idx) === Ch.CloseBracket) break;
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Comma) {
           throw syntaxError(text, "Expecting ',' delimiter", idx);
         }
-        at = idx + 1;
-        idx = this.skipWhitespace(at);
-        if (idx !== at) canonical = false;
+        idx = this.skipWhitespace(idx + 1);
       }
     }
     this.next = idx + 1;
-    this.canonical = canonical;
     return arr;
   }
 }
