@@ -6,6 +6,7 @@
 
 import { sha256Digest } from "../crypto/digest.js";
 import { CanonicalizationError, canonicalBytes } from "../json/canonical.js";
+import type { SignedSources } from "../json/signed-sources.js";
 import { isObject, type JsonObject, type JsonValue, member } from "../json/value.js";
 import type { ResultBudget } from "./budget.js";
 import type { BundleErrorCode, Summary, VerificationError } from "./result.js";
@@ -44,6 +45,8 @@ export class VerificationContext {
     readonly bundle: JsonObject,
     readonly receipts: readonly JsonValue[],
     options: VerifyOptions,
+    /** Where the parsed input already holds receipts' signed bytes (none for built values). */
+    private readonly sources: SignedSources | null = null,
   ) {
     this.wellFormed = receipts.filter(isObject);
     this.requireAnchor = options.requireAnchor ?? false;
@@ -72,7 +75,7 @@ export class VerificationContext {
     let view = this.signedViews.get(receipt);
     if (view === undefined) {
       try {
-        const bytes = canonicalBytes(receipt, "sig");
+        const bytes = this.sources?.unsignedBytes(receipt) ?? canonicalBytes(receipt, "sig");
         view = { bytes, digest: sha256Digest(bytes) };
       } catch (error) {
         if (!(error instanceof CanonicalizationError)) throw error;

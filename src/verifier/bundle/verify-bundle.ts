@@ -3,6 +3,7 @@
  * concern, in the reference's order, every failure accumulated.
  */
 import { compareCodePoints } from "../json/canonical.js";
+import type { SignedSources } from "../json/signed-sources.js";
 import { isObject, type JsonValue } from "../json/value.js";
 import { pyRepr } from "../py/repr.js";
 import { PyOverflowError } from "../py/semantics.js";
@@ -65,13 +66,25 @@ function crashDetail(error: unknown): string | null {
 }
 
 export function verifyBundle(bundle: JsonValue, options: VerifyOptions = {}): VerifyResult {
+  return verifyParsedBundle(bundle, options, null);
+}
+
+/**
+ * `verifyBundle` of a value just parsed with `parseSigned`: receipts the input spelled
+ * canonically are signed and hashed over their input bytes (the same bytes, not encoded again).
+ */
+export function verifyParsedBundle(
+  bundle: JsonValue,
+  options: VerifyOptions,
+  sources: SignedSources | null,
+): VerifyResult {
   const receiptsOrExit = checkEarlyExits(bundle);
   if (!Array.isArray(receiptsOrExit)) {
     for (const error of receiptsOrExit.errors) options.budget?.chargeError(error);
     return receiptsOrExit;
   }
   if (!isObject(bundle)) throw new Error("unreachable: early exits admit only objects");
-  const ctx = new VerificationContext(bundle, receiptsOrExit, options);
+  const ctx = new VerificationContext(bundle, receiptsOrExit, options, sources);
   try {
     for (const step of STEPS) step(ctx);
   } catch (error) {

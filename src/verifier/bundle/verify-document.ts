@@ -3,11 +3,10 @@
  * steps 2–4) without the file system. Size is checked before anything is decoded, then the
  * bytes are decoded and parsed strictly, then verified.
  */
-import { parseJson, StrictJsonError } from "../json/parse.js";
-import type { JsonValue } from "../json/value.js";
+import { parseSigned, StrictJsonError } from "../json/parse.js";
 import type { VerifyOptions } from "./context.js";
 import type { Verdict, VerifyResult } from "./result.js";
-import { verifyBundle } from "./verify-bundle.js";
+import { verifyParsedBundle } from "./verify-bundle.js";
 
 /** The reference CLI's `MAX_BUNDLE_BYTES`: exactly 8 MiB is still accepted. */
 export const MAX_BUNDLE_BYTES = 8 * 1024 * 1024;
@@ -54,12 +53,12 @@ export function verifyBundleBytes(
 ): DocumentResult {
   const limit = options.maxBytes ?? MAX_BUNDLE_BYTES;
   if (bytes.length > limit) return bundleTooLarge(bytes.length, limit);
-  let bundle: JsonValue;
+  let parsed: ReturnType<typeof parseSigned>;
   try {
-    bundle = parseJson(bytes, { universalNewlines: options.universalNewlines ?? false });
+    parsed = parseSigned(bytes, { universalNewlines: options.universalNewlines ?? false });
   } catch (error) {
     if (error instanceof StrictJsonError) return unparseableBundle(error);
     throw error;
   }
-  return verifyBundle(bundle, options);
+  return verifyParsedBundle(parsed.value, options, parsed.sources);
 }

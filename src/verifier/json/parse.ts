@@ -10,6 +10,8 @@
  * - Container nesting beyond `maxDepth` fails with a `nesting` error (Python's RecursionError).
  */
 import { reprString } from "../py/repr.js";
+import { compareCodePoints } from "./canonical.js";
+import { SignedSources } from "./signed-sources.js";
 import { decodeUtf8Strict, Utf8DecodeError } from "./utf8.js";
 import { type JsonObject, type JsonValue, normalizeInteger, PyFloat } from "./value.js";
 
@@ -42,6 +44,28 @@ export const PARSER_MAX_DEPTH = 1000;
 const MAX_INT_DIGITS = 4300;
 
 export function parseJson(input: Uint8Array | string, options: ParseOptions = {}): JsonValue {
+  return parseText(input, options, null);
+}
+
+/**
+ * `parseJson`, also noting where each signed record (an object with a `sig` member) whose
+ * members are in order lies in the input, so that its signed bytes can be copied from the
+ * input's bytes instead of encoded from the parsed value (`signed-sources.ts`).
+ */
+export function parseSigned(
+  input: Uint8Array | string,
+  options: ParseOptions = {},
+): { value: JsonValue; sources: SignedSources } {
+  const sources = new SignedSources();
+  const value = parseText(input, options, sources);
+  return { value, sources };
+}
+
+function parseText(
+  input: Uint8Array | string,
+  options: ParseOptions,
+  sources: SignedSources | null,
+): JsonValue {
   let text: string;
   if (typeof input === "string") text = input;
   else {
@@ -52,11 +76,18 @@ export function parseJson(input: Uint8Array | string, options: ParseOptions = {}
       throw error;
     }
   }
-  if (options.universalNewlines && text.includes("\r")) text = text.replace(/\r\n?/g, "\n");
+  // Offsets in the text are byte offsets too when every character is one byte (ASCII) and the
+  // text is the input as decoded (newline translation shifts them).
+  let sameOffsets = typeof input !== "string" && text.length === input.length;
+  if (options.universalNewlines && text.includes("\r")) {
+    text = text.replace(/\r\n?/g, "\n");
+    sameOffsets = false;
+  }
   if (text.charCodeAt(0) === 0xfeff) {
     throw syntaxError(text, "Unexpected UTF-8 BOM (decode using utf-8-sig)", 0);
   }
-  const parser = new Parser(text, options.maxDepth ?? PARSER_MAX_DEPTH);
+  sources?.attach(text, sameOffsets ? (input as Uint8Array) : null);
+  const parser = new Parser(text, options.maxDepth ?? PARSER_MAX_DEPTH, sources);
   return parser.parseDocument();
 }
 
@@ -125,10 +156,16 @@ class Parser {
   private depth = 0;
   /** Index just after the value the last `scan*` call returned (avoids a tuple per value). */
   private next = 0;
+  /**
+   * How many objects so far had members out of code-point order: an object whose scan leaves
+   * it unchanged is sorted throughout, the one case `SignedSources` can copy from.
+   */
+  private unsorted = 0;
 
   constructor(
     private readonly text: string,
     private readonly maxDepth: number,
+    private readonly sources: SignedSources | null,
   ) {}
 
   parseDocument(): JsonValue {
@@ -167,52 +204,61 @@ class Parser {
     switch (c) {
       case Ch.Quote:
         return this.scanString(idx + 1);
-      case Ch.OpenBrace:
-        return this.nested("object", () => this.scanObject(idx + 1));
-      case Ch.OpenBracket:
-        return this.nested("array", () => this.scanArray(idx + 1));
+      case Ch.OpenBrace: {
+        this.enter("object");
+        const obj = this.scanObject(idx + 1);
+        this.depth--;
+        return obj;
+      }
+      case Ch.OpenBracket: {
+        this.enter("array");
+        const arr = this.scanArray(idx + 1);
+        this.depth--;
+        return arr;
+      }
       case Ch.LowerN:
-        if (idx + 3 < len && text.startsWith("null", idx)) return this.done(null, idx + 4);
+        if (idx + 3 < len && text.startsWith("null", idx)) return this.literal(null, idx + 4);
         break;
       case Ch.LowerT:
-        if (idx + 3 < len && text.startsWith("true", idx)) return this.done(true, idx + 4);
+        if (idx + 3 < len && text.startsWith("true", idx)) return this.literal(true, idx + 4);
         break;
       case Ch.LowerF:
-        if (idx + 4 < len && text.startsWith("false", idx)) return this.done(false, idx + 5);
+        if (idx + 4 < len && text.startsWith("false", idx)) return this.literal(false, idx + 5);
         break;
       case Ch.UpperN:
-        if (idx + 2 < len && text.startsWith("NaN", idx))
-          return this.done(new PyFloat(Number.NaN), idx + 3);
+        if (idx + 2 < len && text.startsWith("NaN", idx)) return this.float(Number.NaN, idx + 3);
         break;
       case Ch.UpperI:
         if (idx + 7 < len && text.startsWith("Infinity", idx)) {
-          return this.done(new PyFloat(Number.POSITIVE_INFINITY), idx + 8);
+          return this.float(Number.POSITIVE_INFINITY, idx + 8);
         }
         break;
       case Ch.Minus:
         if (idx + 8 < len && text.startsWith("-Infinity", idx)) {
-          return this.done(new PyFloat(Number.NEGATIVE_INFINITY), idx + 9);
+          return this.float(Number.NEGATIVE_INFINITY, idx + 9);
         }
         break;
     }
     return this.scanNumber(idx);
   }
 
-  private done(value: JsonValue, next: number): JsonValue {
+  private literal(value: JsonValue, next: number): JsonValue {
     this.next = next;
     return value;
   }
 
-  private nested(container: "array" | "object", scan: () => JsonValue): JsonValue {
+  private float(value: number, next: number): JsonValue {
+    this.next = next;
+    return new PyFloat(value);
+  }
+
+  private enter(container: "array" | "object"): void {
     if (++this.depth > this.maxDepth) {
       throw new StrictJsonError(
         "nesting",
         `maximum recursion depth exceeded while decoding a JSON ${container} from a unicode string`,
       );
     }
-    const result = scan();
-    this.depth--;
-    return result;
   }
 
   private scanNumber(start: number): JsonValue {
@@ -269,11 +315,12 @@ class Parser {
       }
     }
     const token = text.slice(start, idx);
-    if (isFloat) return this.done(new PyFloat(Number(token)), idx);
+    if (isFloat) return this.float(Number(token), idx);
+    this.next = idx;
     const digits = token.charCodeAt(0) === Ch.Minus ? token.length - 1 : token.length;
     if (digits <= 15) {
       const n = Number(token);
-      return this.done(n === 0 ? 0 : n, idx);
+      return n === 0 ? 0 : n;
     }
     if (digits > MAX_INT_DIGITS) {
       throw new StrictJsonError(
@@ -281,7 +328,7 @@ class Parser {
         `Exceeds the limit (${MAX_INT_DIGITS} digits) for integer string conversion: value has ${digits} digits; use sys.set_int_max_str_digits() to increase the limit`,
       );
     }
-    return this.done(normalizeInteger(BigInt(token)), idx);
+    return normalizeInteger(BigInt(token));
   }
 
   /** `scanstring`: `begin` is the index just after the opening quote. */
@@ -381,11 +428,17 @@ class Parser {
     return code;
   }
 
+  /** `idx` is just after the `{`. */
   private scanObject(idx: number): JsonObject {
     const text = this.text;
     const endIdx = text.length - 1;
+    const start = idx - 1;
     const obj: JsonObject = new Map();
     let duplicate: string | null = null;
+    let signed = false;
+    const unsortedBefore = this.unsorted;
+    let sorted = true;
+    let previousKey = "";
     idx = this.skipWhitespace(idx);
     if (idx > endIdx || text.charCodeAt(idx) !== Ch.CloseBrace) {
       for (;;) {
@@ -401,6 +454,9 @@ class Parser {
         const value = this.scan(idx);
         if (duplicate === null && obj.has(key)) duplicate = key;
         obj.set(key, value);
+        if (key === "sig") signed = true;
+        if (sorted && obj.size > 1 && compareCodePoints(previousKey, key) >= 0) sorted = false;
+        previousKey = key;
         idx = this.skipWhitespace(this.next);
         if (idx <= endIdx && text.charCodeAt(idx) === Ch.CloseBrace) break;
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Comma) {
@@ -416,9 +472,14 @@ class Parser {
       );
     }
     this.next = idx + 1;
+    if (!sorted) this.unsorted++;
+    if (signed && this.unsorted === unsortedBefore && this.sources !== null) {
+      this.sources.record(obj, start, this.next);
+    }
     return obj;
   }
 
+  /** `idx` is just after the `[`. */
   private scanArray(idx: number): JsonValue[] {
     const text = this.text;
     const endIdx = text.length - 1;

@@ -50,19 +50,39 @@ interface Redaction {
   redaction: JsonObject;
 }
 
-/** Depth-first, member order; the walk does not enter a redaction object. */
-function collectRedactions(value: JsonValue, path: string, found: Redaction[]): void {
+/**
+ * Depth-first, member order; the walk does not enter a redaction object. `path` holds the
+ * steps to `value` (a member name or a list index), joined into text only for a redaction
+ * found: building every value's path text cost more than the rest of the walk.
+ */
+function collectRedactions(value: JsonValue, path: (string | number)[], found: Redaction[]): void {
   if (isObject(value)) {
     if (value.get("redacted") === true) {
-      found.push({ path, redaction: value });
+      found.push({ path: pathText(path), redaction: value });
       return;
     }
-    for (const [key, item] of value) collectRedactions(item, `${path}.${key}`, found);
+    for (const [key, item] of value) {
+      path.push(key);
+      collectRedactions(item, path, found);
+      path.pop();
+    }
   } else if (Array.isArray(value)) {
-    value.forEach((item, i) => {
-      collectRedactions(item, `${path}[${i}]`, found);
-    });
+    for (let i = 0; i < value.length; i++) {
+      path.push(i);
+      collectRedactions(value[i]!, path, found);
+      path.pop();
+    }
   }
+}
+
+/** `receipts[0].body.items[2]`: the first step is the receipt's index. */
+function pathText(path: readonly (string | number)[]): string {
+  let text = `receipts[${path[0]}]`;
+  for (let i = 1; i < path.length; i++) {
+    const step = path[i]!;
+    text += typeof step === "number" ? `[${step}]` : `.${step}`;
+  }
+  return text;
 }
 
 /** `_required_field_for_path`: a naive split, exactly as the reference does it. */
@@ -82,7 +102,7 @@ export function checkRedactions(ctx: VerificationContext): void {
   const disclosures: JsonObject = isObject(map) ? map : new Map();
   const found: Redaction[] = [];
   for (const [index, receipt] of ctx.wellFormed.entries()) {
-    collectRedactions(receipt, `receipts[${index}]`, found);
+    collectRedactions(receipt, [index], found);
   }
   for (const { path, redaction } of found) {
     if (isRequiredFieldPath(ctx, path)) {
