@@ -8,6 +8,7 @@
  * BullMQ) are read when scraped, not polled.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { StoreSpace } from "../storage/document-store.js";
 import { VERDICTS, type Verdict } from "../verifier/bundle/result.js";
 
 /** What Prometheus expects in `Content-Type` for the text format prom-client writes. */
@@ -191,7 +192,10 @@ export class ServiceMetrics extends ProcessMetrics {
   readonly digestCache: Counter<"result">;
   readonly capRefusals: Counter<"bucket">;
   readonly payments: Counter<"outcome">;
+  readonly storeFreeBytes: Gauge;
+  readonly storeLowSpace: Gauge;
   #cpuPool: (() => CpuPoolStats) | null = null;
+  #storeSpace: (() => Promise<StoreSpace>) | null = null;
 
   constructor() {
     super();
@@ -262,11 +266,34 @@ export class ServiceMetrics extends ProcessMetrics {
       labelNames: ["outcome"],
       registers,
     });
+    // One statfs per gauge and scrape: cheap, and the two are read together.
+    const space = (read: (space: StoreSpace) => number) =>
+      async function collect(this: Gauge) {
+        const reading = await metrics.#storeSpace?.().catch(() => undefined);
+        if (reading !== undefined) this.set(read(reading));
+      };
+    this.storeFreeBytes = new Gauge({
+      name: "receiptd_store_free_bytes",
+      help: "Embedded mode: bytes free to the service where DATA_DIR/store lives.",
+      registers,
+      collect: space((reading) => reading.freeBytes),
+    });
+    this.storeLowSpace = new Gauge({
+      name: "receiptd_store_low_space",
+      help: "Embedded mode: 1 when free space is under STORE_MIN_FREE_BYTES or a write found the disk full (then /health is 503), else 0.",
+      registers,
+      collect: space((reading) => (reading.state === "ok" ? 0 : 1)),
+    });
     // Zeros from the start, so that rates and alerts see every series before its first event.
     for (const verdict of VERDICTS) this.verdicts.inc({ verdict }, 0);
     for (const result of DIGEST_CACHE_RESULTS) this.digestCache.inc({ result }, 0);
     for (const bucket of CAP_BUCKETS) this.capRefusals.inc({ bucket }, 0);
     for (const outcome of PAYMENT_OUTCOMES) this.payments.inc({ outcome }, 0);
+  }
+
+  /** The embedded document store whose free space scrapes report. */
+  observeStoreSpace(space: () => Promise<StoreSpace>): void {
+    this.#storeSpace = space;
   }
 
   /** The CPU pool whose figures scrapes report. */

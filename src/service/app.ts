@@ -136,6 +136,8 @@ export async function buildApp(
     metrics.storeErrors.inc({ operation, kind }),
   );
   app.decorate("documentStore", documentStore);
+  const space = documentStore.space;
+  if (space !== undefined) metrics.observeStoreSpace(() => space.call(documentStore));
   app.decorate("digestCache", backends.digestCache);
   app.decorate("backends", backends);
 

@@ -33,11 +33,19 @@ import { MemoryNonceLedger, type NonceLedger } from "../payments/nonce-ledger.js
 import type { RedisConnection, RedisLog } from "../redis/connection.js";
 import type { RedisOutages } from "../redis/outages.js";
 import type { DocumentStore } from "../storage/document-store.js";
+import { FsDocumentStore } from "../storage/fs-document-store.js";
 import { openDocumentStore } from "../storage/open.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
 import type { ServiceConfig } from "./config.js";
 
 export type DependencyHealth = "up" | "down";
+
+export interface BackendsHealth {
+  redis?: DependencyHealth;
+  db?: DependencyHealth;
+  /** Embedded mode, only when not ok: `full` refuses writes, `low_space` warns. */
+  store?: "low_space" | "full";
+}
 
 export interface Backends {
   documentStore: DocumentStore;
@@ -48,8 +56,11 @@ export interface Backends {
   challenges: ChallengeLedger;
   /** The shared Redis connection in distributed mode (queues open their own), else null. */
   redis: RedisConnection | null;
-  /** The state of each external dependency this instance uses (none when embedded). */
-  health(): Promise<{ redis?: DependencyHealth; db?: DependencyHealth }>;
+  /**
+   * The state of each external dependency this instance uses, and in embedded mode the
+   * document files' space when it is not `ok`.
+   */
+  health(): Promise<BackendsHealth>;
   close(): Promise<void>;
 }
 
@@ -73,6 +84,10 @@ export async function openBackends(
     ttlSeconds: config.limits.digestCacheTtlSeconds,
     maxEntries: config.limits.digestCacheMaxEntries,
   };
+  if (documentStore instanceof FsDocumentStore) {
+    const removed = await documentStore.sweepTemporaryFiles();
+    if (removed > 0) log.info(`removed ${removed} temporary files left by earlier writers`);
+  }
   if (config.redisUrl === null) {
     return backendsOf(config, documentStore, {
       redis: null,
@@ -124,9 +139,11 @@ function backendsOf(
     challenges,
     redis,
     async health() {
-      const report: { redis?: DependencyHealth; db?: DependencyHealth } = {};
+      const report: BackendsHealth = {};
       if (redis !== null) report.redis = await redis.ping();
       if (config.databaseUrl !== null) report.db = await storeHealth(documentStore);
+      const space = await documentStore.space?.().catch(() => null);
+      if (space !== undefined && space !== null && space.state !== "ok") report.store = space.state;
       return report;
     },
     async close() {

@@ -8,7 +8,12 @@
  * Defaults come from the constants `config.ts` uses wherever one exists, so a changed default
  * changes the documentation with it.
  */
-import { DEFAULT_EVALUATION_KEYS, DEFAULT_HTTP_TIMEOUTS, DEFAULT_LIMITS } from "./config.js";
+import {
+  DEFAULT_EVALUATION_KEYS,
+  DEFAULT_HTTP_TIMEOUTS,
+  DEFAULT_LIMITS,
+  DEFAULT_STORE_MIN_FREE_BYTES,
+} from "./config.js";
 
 /** The programs that read a variable. `cli` is the operator commands (`receiptd keys`, …). */
 export type ConfigProcess = "serve" | "worker" | "cli" | "dev:facilitator";
@@ -152,6 +157,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Distributed mode",
     default: "receiptd",
     meaning: "The PostgreSQL schema holding the store's tables.",
+    processes: ALL,
+  },
+  {
+    name: "STORE_MIN_FREE_BYTES",
+    group: "Files and identity",
+    default: String(DEFAULT_STORE_MIN_FREE_BYTES),
+    meaning:
+      "Embedded mode: free bytes under DATA_DIR/store below which /health and the metrics report low_space.",
     processes: ALL,
   },
   // Access and limits

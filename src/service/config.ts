@@ -131,6 +131,14 @@ export const DEFAULT_EVALUATION_KEYS: Readonly<EvaluationKeysConfig> = {
  */
 export type TrustProxy = false | string[];
 
+export interface StorageConfig {
+  /**
+   * `STORE_MIN_FREE_BYTES`: free space under `DATA_DIR/store` below which `/health` and the
+   * metrics report `low_space` (embedded mode).
+   */
+  minFreeBytes: number;
+}
+
 export interface ServiceConfig {
   host: string;
   port: number;
@@ -156,6 +164,8 @@ export interface ServiceConfig {
   databaseUrl: string | null;
   /** `DATABASE_SCHEMA`: the schema holding the store's tables (default `receiptd`). */
   databaseSchema: string;
+  /** Disk space and storage quotas (issue 24). */
+  storage: StorageConfig;
   /**
    * `MCP_ALLOWED_ORIGINS`: browser origins besides `PUBLIC_BASE_URL`'s that may call
    * `POST /mcp` (normalised `scheme://host[:port]`).
@@ -495,6 +505,20 @@ export function metricsListenerFrom(env: Env, portVariable: string): MetricsList
   return { host, port, token };
 }
 
+export const DEFAULT_STORE_MIN_FREE_BYTES = 64 * 1024 * 1024;
+
+function storageFrom(env: Env): StorageConfig {
+  return {
+    minFreeBytes: integerFrom(
+      env,
+      "STORE_MIN_FREE_BYTES",
+      DEFAULT_STORE_MIN_FREE_BYTES,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+  };
+}
+
 /**
  * Builds the configuration from `env` (service.md §13 plus `MAX_BODY_BYTES`, `MAX_BATCH`,
  * `MAX_RESULT_BYTES`, `CPU_THREADS`, `CPU_MAX_QUEUE`, the connection limits of `HttpServerConfig` and
@@ -522,6 +546,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     redisPrefix: env.REDIS_PREFIX || "receiptd",
     databaseUrl: urlFrom(env, "DATABASE_URL"),
     databaseSchema: env.DATABASE_SCHEMA || "receiptd",
+    storage: storageFrom(env),
     mcpAllowedOrigins: originsFrom(env, "MCP_ALLOWED_ORIGINS"),
     cors: corsFrom(env),
     openApiServerUrl: env.PUBLIC_BASE_URL || "/",

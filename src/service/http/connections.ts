@@ -115,7 +115,10 @@ function clientErrorAnswer(error: Error & { code?: string }): Buffer {
 
 function isHealthCheck(request: IncomingMessage): boolean {
   const path = (request.url ?? "").split("?", 1)[0];
-  return (request.method === "GET" || request.method === "HEAD") && path === "/health";
+  return (
+    (request.method === "GET" || request.method === "HEAD") &&
+    (path === "/health" || path === "/health/live")
+  );
 }
 
 /**

@@ -126,7 +126,7 @@ const DOCS = "README.md#access-and-payments";
  * spend the anonymous bucket and take the service out of rotation at the cap; a browser's
  * CORS preflight is the browser asking, not the caller's call.
  */
-const UNCOUNTED_ROUTES = new Set(["/health", CORS_PREFLIGHT_ROUTE]);
+const UNCOUNTED_ROUTES = new Set(["/health", "/health/live", CORS_PREFLIGHT_ROUTE]);
 
 function missingKey(): AccessRefusal {
   return accessRefusal(
