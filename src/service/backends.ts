@@ -8,6 +8,8 @@
  * The Redis, BullMQ and PostgreSQL clients are imported only by the mode that uses them:
  * together they are about 50 MB of resident memory an embedded instance has no use for.
  */
+
+import { join } from "node:path";
 import {
   ANCHORS_QUEUE,
   ANCHORS_QUEUE_OPTIONS,
@@ -26,7 +28,7 @@ import {
   type ChallengeLedger,
   MemoryChallengeLedger,
 } from "../access/evaluation/challenge-ledger.js";
-import { MemoryCapStore } from "../access/memory-cap-store.js";
+import { type CapJournalLog, MemoryCapStore } from "../access/memory-cap-store.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
 import { MemoryNonceLedger, type NonceLedger } from "../payments/nonce-ledger.js";
@@ -76,7 +78,7 @@ async function storeHealth(store: DocumentStore): Promise<DependencyHealth> {
 
 export async function openBackends(
   config: ServiceConfig,
-  options: { clock: () => number; log: RedisLog; outages?: RedisOutages },
+  options: { clock: () => number; log: RedisLog & CapJournalLog; outages?: RedisOutages },
 ): Promise<Backends> {
   const { clock, log, outages } = options;
   const documentStore = await openDocumentStore(config);
@@ -92,9 +94,14 @@ export async function openBackends(
     return backendsOf(config, documentStore, {
       redis: null,
       digestCache: new MemoryDigestCache(cacheLimits, clock),
-      caps: new MemoryCapStore(clock),
+      // Journaled under DATA_DIR/state, so that a restart forgets no count and no spent
+      // challenge (distributed mode keeps both in Redis).
+      caps: await MemoryCapStore.open(join(config.dataDir, "state", "caps.log"), clock, log),
       nonces: new MemoryNonceLedger({ now: clock }),
-      challenges: new MemoryChallengeLedger(clock),
+      challenges: await MemoryChallengeLedger.open(
+        join(config.dataDir, "state", "challenges.log"),
+        clock,
+      ),
     });
   }
   const [

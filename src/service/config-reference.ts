@@ -165,7 +165,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: String(DEFAULT_STORE_MIN_FREE_BYTES),
     meaning:
       "Embedded mode: free bytes under DATA_DIR/store below which /health and the metrics report low_space.",
-    processes: ALL,
+    processes: SERVE,
   },
   // Access and limits
   {
