@@ -5,6 +5,8 @@
  * client, and — unless `EVALUATION_KEYS=off` — the issuer of evaluation keys. Caps, nonces
  * and spent challenges come from the mode's backends (memory or Redis).
  */
+
+import { JobJournal, journalDirectory } from "../../queues/job-journal.js";
 import { KeyStore } from "../access/api-keys.js";
 import { AuditLog } from "../access/audit.js";
 import type { CapStore } from "../access/caps.js";
@@ -14,6 +16,11 @@ import { EvaluationKeys } from "../access/evaluation/issuer.js";
 import type { PaymentOutcome } from "../metrics/metrics.js";
 import { FacilitatorClient } from "../payments/facilitator-client.js";
 import type { NonceLedger } from "../payments/nonce-ledger.js";
+import {
+  type IntentLog,
+  SETTLEMENT_INTENTS_JOURNAL,
+  SettlementIntents,
+} from "../payments/settlement-intents.js";
 import type { Settlement } from "../payments/settlement-receipt.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import type { ServiceConfig } from "./config.js";
@@ -37,16 +44,28 @@ export interface AccessServiceDependencies {
   onSettled: (settlement: Settlement) => Promise<void>;
   /** Told how each presented x402 payment ended (`/metrics`). */
   onPayment?: (outcome: PaymentOutcome) => void;
+  /** Where interrupted settlements are reported (settlement-intents.ts). */
+  log: IntentLog;
 }
 
 export function createAccessServices(
   config: ServiceConfig,
   dependencies: AccessServiceDependencies,
-): AccessServices & { close(): Promise<void> } {
+): AccessServices & { start(): Promise<void>; close(): Promise<void> } {
   const { documentStore, caps, nonces, identity, clock } = dependencies;
   const { settings, facilitatorUrl, publicBaseUrl } = config.payments;
   const facilitator =
     facilitatorUrl === null ? null : new FacilitatorClient({ url: facilitatorUrl });
+  const intents =
+    settings === null || facilitator === null
+      ? null
+      : new SettlementIntents({
+          journal: new JobJournal(journalDirectory(config.dataDir, SETTLEMENT_INTENTS_JOURNAL)),
+          facilitator,
+          onSettled: dependencies.onSettled,
+          log: dependencies.log,
+          clock,
+        });
   const payments =
     settings === null
       ? null
@@ -59,6 +78,7 @@ export function createAccessServices(
           signer: () => identity.signer(),
           onSettled: dependencies.onSettled,
           onOutcome: dependencies.onPayment,
+          ...(intents === null ? {} : { intents }),
         });
   const audit = new AuditLog(config.auditDir, { now: clock });
   const keys = new KeyStore(documentStore, {
@@ -86,7 +106,12 @@ export function createAccessServices(
     limits: config.limits,
     passIssuers: () => [identity.signer().did],
     clock,
+    /** Reconciles the settlements a crash interrupted (throws when the journal cannot open). */
+    async start() {
+      await intents?.start();
+    },
     async close() {
+      await intents?.close();
       await audit.close();
       await facilitator?.close();
     },

@@ -193,7 +193,20 @@ export async function buildApp(
     clock,
     onSettled: (payment) => settlements.record(payment),
     onPayment: (outcome) => metrics.payments.inc({ outcome }),
+    log: app.log,
   });
+  try {
+    await access.start();
+  } catch (error) {
+    // An intent journal that cannot be opened stops the start, as the receipt journal does.
+    await pool.close();
+    await settlements.close();
+    await queues.close();
+    await queueStats?.close();
+    await access.close();
+    await backends.close();
+    throw error;
+  }
   // onClose runs once in-flight requests have been answered, so no task is cut short.
   app.addHook("onClose", async () => {
     await pool.close();
