@@ -42,7 +42,7 @@ import { loadOrCreateInternalToken } from "./internal-token.js";
 import { registerAccessControl } from "./plugins/access.js";
 import { registerCors } from "./plugins/cors.js";
 import { handleFrameworkError, registerErrorHandling } from "./plugins/errors.js";
-import { bufferedStdout, loggingOptions } from "./plugins/logging.js";
+import { bufferedStdout, logAborts, loggingOptions } from "./plugins/logging.js";
 import { registerRequestMetrics } from "./plugins/metrics.js";
 import { registerRawBodyParser } from "./plugins/raw-body.js";
 import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id.js";
@@ -219,6 +219,7 @@ export async function buildApp(
   });
 
   registerRequestIdHeader(app);
+  logAborts(app);
   registerRequestMetrics(app);
   registerErrorHandling(app);
   registerConnectionHooks(app);
