@@ -14,6 +14,7 @@ import {
 } from "fastify";
 import { destination } from "pino";
 import type { LogDestination, ServiceConfig } from "../config.js";
+import { guardAnswerStatus } from "../http/connections.js";
 
 interface LoggedRequest {
   method?: string;
@@ -119,19 +120,16 @@ class AccessLogController extends LogController {
 }
 
 /**
- * The access line of a request whose client closed the connection before the answer was sent:
- * no response finishes for it, so `requestCompleted` never runs. At info, with no status.
+ * The access line of a request whose connection closed before its answer was sent (the client
+ * left, or the connection guard answered 408 itself): no response finishes for it, so
+ * `requestCompleted` never runs. At info; the status is the guard's, or null.
  */
 export function logAborts(app: FastifyInstance): void {
   app.addHook("onRequestAbort", async (request) => {
+    const status = guardAnswerStatus(request.raw.socket) ?? null;
     request.log.info(
-      {
-        method: request.method,
-        route: routeTemplate(request),
-        status: null,
-        aborted: true,
-      },
-      "request aborted",
+      { method: request.method, route: routeTemplate(request), status, aborted: true },
+      status === 408 ? "request timed out" : "request aborted",
     );
   });
 }
