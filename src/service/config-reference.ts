@@ -198,6 +198,22 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     processes: SERVE,
   },
   {
+    name: "CRYSTAL_TENANT_QUOTA_BYTES",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.crystalTenantQuotaBytes),
+    meaning:
+      "Stored bytes of crystals (envelopes and lineage summaries) one tenant may hold; past it `POST /crystals` answers `403 crystal_quota_exceeded`.",
+    processes: SERVE,
+  },
+  {
+    name: "CRYSTAL_KEY_QUOTA_BYTES",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.crystalPrincipalQuotaBytes),
+    meaning:
+      "Stored bytes of crystals one principal (API key, evaluation key, x402 payer) may hold across the tenants it owns; then `403 crystal_quota_exceeded`.",
+    processes: SERVE,
+  },
+  {
     name: "MAX_BATCH",
     group: "Access and limits",
     default: String(DEFAULT_LIMITS.maxBatch),

@@ -25,6 +25,10 @@ export interface ServiceLimits {
   maxBodyBytes: number;
   maxCrystalBodyBytes: number;
   maxCrystalCiphertextBytes: number;
+  /** Stored crystal bytes (envelopes and summaries) one tenant may hold (`CRYSTAL_TENANT_QUOTA_BYTES`). */
+  crystalTenantQuotaBytes: number;
+  /** Stored crystal bytes one principal may hold across its tenants (`CRYSTAL_KEY_QUOTA_BYTES`). */
+  crystalPrincipalQuotaBytes: number;
   /** Bundles in one `POST /verify` batch. */
   maxBatch: number;
   /**
@@ -232,6 +236,10 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   maxBodyBytes: MIB,
   maxCrystalBodyBytes: 4 * MIB,
   maxCrystalCiphertextBytes: 2 * MIB,
+  // About 90 crystals of the largest size per tenant, 360 per key: one key can no longer fill
+  // a disk in a day (issue 24: 280 MB a day each, 56 GB for 200 evaluation keys).
+  crystalTenantQuotaBytes: 256 * MIB,
+  crystalPrincipalQuotaBytes: 1024 * MIB,
   maxBatch: 50,
   // Room for the reference's answer to any single bundle of 10,000 `{}` receipts (3.7 MB).
   maxResultBytes: 4 * MIB,
@@ -331,6 +339,14 @@ function limitsFrom(env: Env): ServiceLimits {
     anonymousDailyCap: cap("ANON_DAILY_CAP", DEFAULT_LIMITS.anonymousDailyCap),
     keyDailyCap: cap("KEY_DAILY_CAP", DEFAULT_LIMITS.keyDailyCap),
     x402PayerDailyCap: cap("X402_DAILY_CAP", DEFAULT_LIMITS.x402PayerDailyCap),
+    crystalTenantQuotaBytes: cap(
+      "CRYSTAL_TENANT_QUOTA_BYTES",
+      DEFAULT_LIMITS.crystalTenantQuotaBytes,
+    ),
+    crystalPrincipalQuotaBytes: cap(
+      "CRYSTAL_KEY_QUOTA_BYTES",
+      DEFAULT_LIMITS.crystalPrincipalQuotaBytes,
+    ),
   };
 }
 
