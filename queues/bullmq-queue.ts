@@ -51,6 +51,13 @@ export const DEFAULT_BACKOFF_MS = 1000;
 const DEFAULT_RETAIN_COMPLETED = 1000;
 /** Completed jobs are also forgotten after a day, whatever their number. */
 const RETAIN_COMPLETED_SECONDS = 24 * 3600;
+/**
+ * A producer's Redis command (the add, the state look-up, opening the event reader) fails
+ * after this long: a hung Redis (SIGSTOP, a stalled network) answers 503 within it instead of
+ * holding the request, and its socket, for as long as Redis stays silent. An add that timed
+ * out may still land; the job id is the business key, so the client's retry joins it.
+ */
+export const PRODUCER_COMMAND_TIMEOUT_MS = 2000;
 
 type Failure = JobFailedError | QueueClosedError;
 type Settle<Result extends JsonData> = (outcome: SubmitOutcome<Result> | Failure) => void;
@@ -83,6 +90,8 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     this.#client = new Redis(options.redisUrl, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
+      connectTimeout: PRODUCER_COMMAND_TIMEOUT_MS,
+      commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS,
     });
     // QueueEvents blocks on XREAD: its own connection, which may wait as long as it needs.
     this.#eventsClient = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
@@ -114,7 +123,7 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     if (this.#closing !== undefined) throw new QueueClosedError(`queue ${this.name} is closed`);
     try {
       await this.#connected();
-      await this.#startEvents();
+      await within(this.#startEvents(), PRODUCER_COMMAND_TIMEOUT_MS, "opening the event reader");
     } catch (error) {
       throw unavailable(this.name, error);
     }
@@ -260,6 +269,19 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     );
     this.#eventsClient.disconnect();
     this.#client.disconnect();
+  }
+}
+
+/** `work`, or a rejection once `ms` have passed without it settling. */
+async function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

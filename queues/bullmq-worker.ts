@@ -110,6 +110,15 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
       );
     });
     this.#worker.on("stalled", (jobId) => log.warn({ queue: name, jobId }, "job stalled"));
+    // One line per job, so an operator sees the queue move without reading Redis; the job id is
+    // the business key (a digest, a transaction), never the payload or the result.
+    this.#worker.on("completed", (job) => {
+      const ms =
+        job.finishedOn === undefined || job.processedOn === undefined
+          ? undefined
+          : job.finishedOn - job.processedOn;
+      log.info({ queue: name, jobId: job.id, attempt: job.attemptsMade, ms }, "job completed");
+    });
   }
 
   /** Resolves once the worker is connected and taking jobs. */

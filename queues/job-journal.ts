@@ -10,7 +10,12 @@
  */
 import { mkdir, readdir, readFile, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
-import { replaceFile, syncDirectory, TEMPORARY_SUFFIX } from "../src/storage/atomic-file.js";
+import {
+  replaceFile,
+  sweepTemporaryFiles,
+  syncDirectory,
+  TEMPORARY_SUFFIX,
+} from "../src/storage/atomic-file.js";
 import type { JsonData } from "./job-queue.js";
 
 const ENTRY_SUFFIX = ".json";
@@ -60,7 +65,11 @@ export class JobJournal<Payload extends JsonData> {
 
   async #create(): Promise<void> {
     const first = await mkdir(this.directory, { recursive: true, mode: DIRECTORY_MODE });
-    if (first === undefined) return;
+    if (first === undefined) {
+      // What a crashed or failed write left behind holds space and is never replayed.
+      await sweepTemporaryFiles(this.directory);
+      return;
+    }
     // `first` is the top directory that did not exist: its parent and everything below it
     // gained an entry.
     let path = this.directory;

@@ -41,7 +41,44 @@ export type StoreOutcome =
   /** `parent_crystal_id` names no crystal of this tenant: 422. */
   | "parent_not_found"
   /** The id is stored with a different envelope (not just another spelling): 409. */
-  | "crystal_conflict";
+  | "crystal_conflict"
+  /** The tenant's or the principal's byte quota would be exceeded: 403. */
+  | { quotaExceeded: "tenant" | "principal"; quotaBytes: number; usedBytes: number };
+
+/** Stored bytes a tenant, and a principal across its tenants, may hold (`ServiceLimits`). */
+export interface CrystalQuotas {
+  tenantBytes: number;
+  principalBytes: number;
+}
+
+/**
+ * Usage documents, in `tenants` beside the tenant records (`usage/…` ids cannot collide with a
+ * `sha256:` tenant hash): `{"bytes": n}`, the envelope and summary bytes stored. They are
+ * raised after a crystal is created, by compare-and-set, so concurrent writers add up; a crash
+ * between the create and the raise leaves the usage short by one crystal, in the writer's
+ * favour. Concurrent writes near the limit can overshoot it by what is in flight at once.
+ */
+const USAGE_PREFIX = "usage/";
+const USAGE_ATTEMPTS = 20;
+
+function usageId(kind: "tenant" | "principal", name: string): string {
+  return `${USAGE_PREFIX}${kind}/${name}`;
+}
+
+function usageBytes(document: Uint8Array | null): number {
+  if (document === null) return 0;
+  const parsed = JSON.parse(Buffer.from(document).toString("utf8")) as { bytes?: unknown };
+  return typeof parsed.bytes === "number" ? parsed.bytes : 0;
+}
+
+async function addUsage(store: DocumentStore, id: string, bytes: number): Promise<void> {
+  for (let attempt = 0; attempt < USAGE_ATTEMPTS; attempt += 1) {
+    const current = await store.get("tenants", id);
+    const next = Buffer.from(dumpCompact({ bytes: usageBytes(current) + bytes }), "utf8");
+    if (await store.replace("tenants", id, current, next)) return;
+  }
+  throw new Error("crystal usage could not be updated: too many concurrent writers");
+}
 
 const LINEAGE_PREFIX = "lineage/";
 /** Summaries read at once while building a lineage, so a large tenant cannot exhaust file handles. */
@@ -79,6 +116,7 @@ export async function storeCrystal(
   store: DocumentStore,
   principal: Principal,
   crystal: PreparedCrystal,
+  quotas: CrystalQuotas | null = null,
 ): Promise<StoreOutcome> {
   const { tenantHash, crystalId, parentCrystalId } = crystal;
   const record = tenantRecord(tenantHash, principal);
@@ -89,6 +127,22 @@ export async function storeCrystal(
     (await store.get("crystals", crystalDocumentId(tenantHash, parentCrystalId))) === null
   ) {
     return "parent_not_found";
+  }
+  const bytes = crystal.envelope.byteLength + crystal.summary.byteLength;
+  const tenantUsage = usageId("tenant", tenantHash);
+  const principalUsage = usageId("principal", principal);
+  if (quotas !== null) {
+    // A crystal already stored costs nothing more: only a new id is held to the quota.
+    const existing = await store.get("crystals", crystalDocumentId(tenantHash, crystalId));
+    if (existing === null) {
+      for (const [kind, id, quotaBytes] of [
+        ["tenant", tenantUsage, quotas.tenantBytes],
+        ["principal", principalUsage, quotas.principalBytes],
+      ] as const) {
+        const usedBytes = usageBytes(await store.get("tenants", id));
+        if (usedBytes + bytes > quotaBytes) return { quotaExceeded: kind, quotaBytes, usedBytes };
+      }
+    }
   }
   if (owner === null) {
     // Two principals may race for a new tenant: the atomic create picks one.
@@ -102,7 +156,10 @@ export async function storeCrystal(
   );
   if (!written.created && !sameCrystal(written.stored, crystal.envelope)) return "crystal_conflict";
   await store.create("crystals", `${lineagePrefix(tenantHash)}${crystalId}`, crystal.summary);
-  return written.created ? "created" : "unchanged";
+  if (!written.created) return "unchanged";
+  await addUsage(store, tenantUsage, bytes);
+  await addUsage(store, principalUsage, bytes);
+  return "created";
 }
 
 /** The canonical envelope of `crystalId` in `tenantHash`, or null when the tenant has none. */

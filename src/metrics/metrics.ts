@@ -8,6 +8,7 @@
  * BullMQ) are read when scraped, not polled.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { StoreSpace } from "../storage/document-store.js";
 import { VERDICTS, type Verdict } from "../verifier/bundle/result.js";
 import { verifierCrypto } from "../verifier/crypto/provider.js";
 
@@ -210,7 +211,10 @@ export class ServiceMetrics extends ProcessMetrics {
   readonly capRefusals: Counter<"bucket">;
   readonly payments: Counter<"outcome">;
   readonly signatureChecks: Counter;
+  readonly storeFreeBytes: Gauge;
+  readonly storeLowSpace: Gauge;
   #cpuPool: (() => CpuPoolStats) | null = null;
+  #storeSpace: (() => Promise<StoreSpace>) | null = null;
 
   constructor() {
     super();
@@ -299,11 +303,34 @@ export class ServiceMetrics extends ProcessMetrics {
       help: "x402 payment signatures recovered (EIP-712 hashing and ecrecover on the main thread, about 2 ms each): payments refused by the cheap checks or by a signature-check share are not counted.",
       registers,
     });
+    // One statfs per gauge and scrape: cheap, and the two are read together.
+    const space = (read: (space: StoreSpace) => number) =>
+      async function collect(this: Gauge) {
+        const reading = await metrics.#storeSpace?.().catch(() => undefined);
+        if (reading !== undefined) this.set(read(reading));
+      };
+    this.storeFreeBytes = new Gauge({
+      name: "receiptd_store_free_bytes",
+      help: "Embedded mode: bytes free to the service where DATA_DIR/store lives.",
+      registers,
+      collect: space((reading) => reading.freeBytes),
+    });
+    this.storeLowSpace = new Gauge({
+      name: "receiptd_store_low_space",
+      help: "Embedded mode: 1 when free space is under STORE_MIN_FREE_BYTES or a write found the disk full (then /health is 503), else 0.",
+      registers,
+      collect: space((reading) => (reading.state === "ok" ? 0 : 1)),
+    });
     // Zeros from the start, so that rates and alerts see every series before its first event.
     for (const verdict of VERDICTS) this.verdicts.inc({ verdict }, 0);
     for (const result of DIGEST_CACHE_RESULTS) this.digestCache.inc({ result }, 0);
     for (const bucket of CAP_BUCKETS) this.capRefusals.inc({ bucket }, 0);
     for (const outcome of PAYMENT_OUTCOMES) this.payments.inc({ outcome }, 0);
+  }
+
+  /** The embedded document store whose free space scrapes report. */
+  observeStoreSpace(space: () => Promise<StoreSpace>): void {
+    this.#storeSpace = space;
   }
 
   /** The CPU pool whose figures scrapes report. */

@@ -3,7 +3,11 @@
  * every caller (routes, queue processors, the key store) in one place, so no route has to
  * remember to.
  */
-import { type DocumentStore, DocumentStoreUnavailableError } from "../storage/document-store.js";
+import {
+  type DocumentStore,
+  DocumentStoreUnavailableError,
+  type StoreSpace,
+} from "../storage/document-store.js";
 import type { StoreErrorKind, StoreOperation } from "./metrics.js";
 
 export type StoreErrorCounter = (operation: StoreOperation, kind: StoreErrorKind) => void;
@@ -27,6 +31,9 @@ export function observeDocumentStore(
     replace: (collection, id, expected, bytes) =>
       counted("replace", () => store.replace(collection, id, expected, bytes)),
     list: (collection, prefix) => counted("list", () => store.list(collection, prefix)),
+    ...(store.space === undefined
+      ? {}
+      : { space: () => (store.space as () => Promise<StoreSpace>)() }),
     close: () => store.close(),
   };
 }

@@ -72,6 +72,17 @@ export type SettleOutcome =
   | FacilitatorDeclined
   | FacilitatorUnknown;
 
+/**
+ * Whether an authorization was settled (`POST /authorization-state`, the question receiptd
+ * asks at start about a settlement a crash interrupted): `unknown` when the facilitator cannot
+ * tell, or does not offer the question (a real one may not; the chain's EIP-3009
+ * `authorizationState` can).
+ */
+export type AuthorizationState =
+  | { readonly status: "settled"; readonly transaction: Hex }
+  | { readonly status: "not_settled" }
+  | FacilitatorUnknown;
+
 /** The body of a /verify or /settle call. */
 export interface FacilitatorRequest {
   readonly x402Version: 1 | 2;
@@ -118,6 +129,7 @@ interface RawAnswer {
 export class FacilitatorClient {
   readonly #verifyUrl: URL;
   readonly #settleUrl: URL;
+  readonly #stateUrl: URL;
   readonly #verifyTimeoutMs: number;
   readonly #settleTimeoutMs: number;
   readonly #headers: Record<string, string>;
@@ -140,6 +152,7 @@ export class FacilitatorClient {
     base.hash = "";
     this.#verifyUrl = new URL("verify", base);
     this.#settleUrl = new URL("settle", base);
+    this.#stateUrl = new URL("authorization-state", base);
     this.#verifyTimeoutMs = options.verifyTimeoutMs ?? DEFAULT_VERIFY_TIMEOUT_MS;
     this.#settleTimeoutMs = options.settleTimeoutMs ?? DEFAULT_SETTLE_TIMEOUT_MS;
     this.#headers = {
@@ -200,6 +213,19 @@ export class FacilitatorClient {
     return ok
       ? unknown("facilitator_bad_response", "/settle answered without a boolean success")
       : unknown("facilitator_error", `/settle answered HTTP ${statusCode}`);
+  }
+
+  async authorizationState(body: FacilitatorRequest): Promise<AuthorizationState> {
+    const answer = await this.#post(this.#stateUrl, body, this.#verifyTimeoutMs);
+    if ("status" in answer) return answer;
+    const { statusCode, body: json } = answer;
+    const settled = json?.get("settled");
+    if (statusCode === 200 && settled === false) return { status: "not_settled" };
+    const transaction = json?.get("transaction");
+    if (statusCode === 200 && settled === true && typeof transaction === "string") {
+      if (isTransactionHash(transaction)) return { status: "settled", transaction };
+    }
+    return unknown("facilitator_bad_response", `/authorization-state answered HTTP ${statusCode}`);
   }
 
   async close(): Promise<void> {

@@ -10,6 +10,11 @@
  * settles once; verifying or settling it again is declined with `invalid_transaction_state`.
  * A settlement's transaction hash is fake but deterministic: `0x` + SHA-256 of the network,
  * token, payer and nonce, so repeated runs name the same "transaction".
+ *
+ * `POST /authorization-state` takes the body of a `/settle` and answers whether that
+ * authorization was settled here (`{"settled": true, "transaction"}` or `{"settled": false}`):
+ * what receiptd asks at start about settlements a crash interrupted, in place of the token's
+ * on-chain `authorizationState(payer, nonce)`.
  */
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -174,13 +179,28 @@ export async function startFacilitatorPeer(
     }
   };
 
+  const handleState = (parsed: ParsedRequest): JsonObject => {
+    const authorization = parsed.payment.payload.authorization;
+    const key = nonceLedgerKey({
+      network: parsed.requirement.network.caip2,
+      asset: parsed.requirement.asset,
+      payer: authorization.from,
+      nonce: authorization.nonce,
+    });
+    if (!settled.has(key)) return jsonObject({ settled: false });
+    return jsonObject({
+      settled: true,
+      transaction: transactionHash(parsed.requirement.network.caip2, key),
+    });
+  };
+
   const route = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const path = new URL(request.url ?? "/", "http://peer").pathname.replace(/\/+$/, "");
     if (path === "/supported") {
       if (request.method !== "GET") return send(response, 405, jsonObject({ error: "method" }));
       return send(response, 200, supported());
     }
-    if (path !== "/verify" && path !== "/settle") {
+    if (path !== "/verify" && path !== "/settle" && path !== "/authorization-state") {
       return send(response, 404, jsonObject({ error: "not_found" }));
     }
     if (request.method !== "POST") return send(response, 405, jsonObject({ error: "method" }));
@@ -203,6 +223,7 @@ export async function startFacilitatorPeer(
       if (error instanceof PaymentError) return refuse(error.reason, error.detail);
       throw error;
     }
+    if (path === "/authorization-state") return send(response, 200, handleState(parsed));
     send(response, 200, isVerify ? await handleVerify(parsed) : await handleSettle(parsed));
   };
 

@@ -5,6 +5,8 @@
  * client, and — unless `EVALUATION_KEYS=off` — the issuer of evaluation keys. Caps, nonces
  * and spent challenges come from the mode's backends (memory or Redis).
  */
+
+import { JobJournal, journalDirectory } from "../../queues/job-journal.js";
 import { KeyStore } from "../access/api-keys.js";
 import { AuditLog } from "../access/audit.js";
 import type { CapStore } from "../access/caps.js";
@@ -15,6 +17,11 @@ import { EvaluationKeys } from "../access/evaluation/issuer.js";
 import type { PaymentOutcome } from "../metrics/metrics.js";
 import { FacilitatorClient } from "../payments/facilitator-client.js";
 import type { NonceLedger } from "../payments/nonce-ledger.js";
+import {
+  type IntentLog,
+  SETTLEMENT_INTENTS_JOURNAL,
+  SettlementIntents,
+} from "../payments/settlement-intents.js";
 import type { Settlement } from "../payments/settlement-receipt.js";
 import { SignatureBudget } from "../payments/signature-budget.js";
 import type { DocumentStore } from "../storage/document-store.js";
@@ -41,12 +48,14 @@ export interface AccessServiceDependencies {
   onPayment?: (outcome: PaymentOutcome) => void;
   /** Told each time an x402 payment's signature is recovered (`/metrics`). */
   onSignatureCheck?: () => void;
+  /** Where interrupted settlements are reported (settlement-intents.ts). */
+  log: IntentLog;
 }
 
 export function createAccessServices(
   config: ServiceConfig,
   dependencies: AccessServiceDependencies,
-): AccessServices & { close(): Promise<void> } {
+): AccessServices & { start(): Promise<void>; close(): Promise<void> } {
   const { documentStore, caps, nonces, identity, clock } = dependencies;
   const { settings, facilitatorUrl, publicBaseUrl } = config.payments;
   // One key names every per-address counter: the anonymous shares, the evaluation keys', and
@@ -54,6 +63,16 @@ export function createAccessServices(
   const addressKey = dependencies.internalToken.deriveKey(ADDRESS_KEY_INFO);
   const facilitator =
     facilitatorUrl === null ? null : new FacilitatorClient({ url: facilitatorUrl });
+  const intents =
+    settings === null || facilitator === null
+      ? null
+      : new SettlementIntents({
+          journal: new JobJournal(journalDirectory(config.dataDir, SETTLEMENT_INTENTS_JOURNAL)),
+          facilitator,
+          onSettled: dependencies.onSettled,
+          log: dependencies.log,
+          clock,
+        });
   const payments =
     settings === null
       ? null
@@ -74,6 +93,7 @@ export function createAccessServices(
           }),
           clientOf: (request) => addressCounter(request.ip, addressKey) ?? "unknown",
           onSignatureCheck: dependencies.onSignatureCheck,
+          ...(intents === null ? {} : { intents }),
         });
   const audit = new AuditLog(config.auditDir, { now: clock });
   const keys = new KeyStore(documentStore, {
@@ -102,7 +122,12 @@ export function createAccessServices(
     addressKey,
     passIssuers: () => [identity.signer().did],
     clock,
+    /** Reconciles the settlements a crash interrupted (throws when the journal cannot open). */
+    async start() {
+      await intents?.start();
+    },
     async close() {
+      await intents?.close();
       await audit.close();
       await facilitator?.close();
     },

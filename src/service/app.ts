@@ -48,7 +48,7 @@ import { loadOrCreateInternalToken } from "./internal-token.js";
 import { registerAccessControl } from "./plugins/access.js";
 import { registerCors } from "./plugins/cors.js";
 import { handleFrameworkError, registerErrorHandling } from "./plugins/errors.js";
-import { bufferedStdout, loggingOptions } from "./plugins/logging.js";
+import { bufferedStdout, logAborts, loggingOptions } from "./plugins/logging.js";
 import { registerRequestMetrics } from "./plugins/metrics.js";
 import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id.js";
 import { registerSchemaValidation } from "./plugins/schemas.js";
@@ -141,6 +141,8 @@ export async function buildApp(
     metrics.storeErrors.inc({ operation, kind }),
   );
   app.decorate("documentStore", documentStore);
+  const space = documentStore.space;
+  if (space !== undefined) metrics.observeStoreSpace(() => space.call(documentStore));
   app.decorate("digestCache", backends.digestCache);
   app.decorate("backends", backends);
 
@@ -199,7 +201,20 @@ export async function buildApp(
     onSettled: (payment) => settlements.record(payment),
     onPayment: (outcome) => metrics.payments.inc({ outcome }),
     onSignatureCheck: () => metrics.signatureChecks.inc(),
+    log: app.log,
   });
+  try {
+    await access.start();
+  } catch (error) {
+    // An intent journal that cannot be opened stops the start, as the receipt journal does.
+    await pool.close();
+    await settlements.close();
+    await queues.close();
+    await queueStats?.close();
+    await access.close();
+    await backends.close();
+    throw error;
+  }
   // onClose runs once in-flight requests have been answered, so no task is cut short.
   app.addHook("onClose", async () => {
     await pool.close();
@@ -212,6 +227,7 @@ export async function buildApp(
   });
 
   registerRequestIdHeader(app);
+  logAborts(app);
   registerRequestMetrics(app);
   registerErrorHandling(app);
   registerConnectionHooks(app);

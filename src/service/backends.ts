@@ -8,6 +8,8 @@
  * The Redis, BullMQ and PostgreSQL clients are imported only by the mode that uses them:
  * together they are about 50 MB of resident memory an embedded instance has no use for.
  */
+
+import { join } from "node:path";
 import {
   ANCHORS_QUEUE,
   ANCHORS_QUEUE_OPTIONS,
@@ -26,18 +28,26 @@ import {
   type ChallengeLedger,
   MemoryChallengeLedger,
 } from "../access/evaluation/challenge-ledger.js";
-import { MemoryCapStore } from "../access/memory-cap-store.js";
+import { type CapJournalLog, MemoryCapStore } from "../access/memory-cap-store.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
 import { MemoryNonceLedger, type NonceLedger } from "../payments/nonce-ledger.js";
 import type { RedisConnection, RedisLog } from "../redis/connection.js";
 import type { RedisOutages } from "../redis/outages.js";
 import type { DocumentStore } from "../storage/document-store.js";
+import { FsDocumentStore } from "../storage/fs-document-store.js";
 import { openDocumentStore } from "../storage/open.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
 import type { ServiceConfig } from "./config.js";
 
 export type DependencyHealth = "up" | "down";
+
+export interface BackendsHealth {
+  redis?: DependencyHealth;
+  db?: DependencyHealth;
+  /** Embedded mode, only when not ok: `full` refuses writes, `low_space` warns. */
+  store?: "low_space" | "full";
+}
 
 export interface Backends {
   documentStore: DocumentStore;
@@ -48,8 +58,11 @@ export interface Backends {
   challenges: ChallengeLedger;
   /** The shared Redis connection in distributed mode (queues open their own), else null. */
   redis: RedisConnection | null;
-  /** The state of each external dependency this instance uses (none when embedded). */
-  health(): Promise<{ redis?: DependencyHealth; db?: DependencyHealth }>;
+  /**
+   * The state of each external dependency this instance uses, and in embedded mode the
+   * document files' space when it is not `ok`.
+   */
+  health(): Promise<BackendsHealth>;
   close(): Promise<void>;
 }
 
@@ -65,7 +78,7 @@ async function storeHealth(store: DocumentStore): Promise<DependencyHealth> {
 
 export async function openBackends(
   config: ServiceConfig,
-  options: { clock: () => number; log: RedisLog; outages?: RedisOutages },
+  options: { clock: () => number; log: RedisLog & CapJournalLog; outages?: RedisOutages },
 ): Promise<Backends> {
   const { clock, log, outages } = options;
   const documentStore = await openDocumentStore(config);
@@ -73,13 +86,22 @@ export async function openBackends(
     ttlSeconds: config.limits.digestCacheTtlSeconds,
     maxEntries: config.limits.digestCacheMaxEntries,
   };
+  if (documentStore instanceof FsDocumentStore) {
+    const removed = await documentStore.sweepTemporaryFiles();
+    if (removed > 0) log.info(`removed ${removed} temporary files left by earlier writers`);
+  }
   if (config.redisUrl === null) {
     return backendsOf(config, documentStore, {
       redis: null,
       digestCache: new MemoryDigestCache(cacheLimits, clock),
-      caps: new MemoryCapStore(clock),
+      // Journaled under DATA_DIR/state, so that a restart forgets no count and no spent
+      // challenge (distributed mode keeps both in Redis).
+      caps: await MemoryCapStore.open(join(config.dataDir, "state", "caps.log"), clock, log),
       nonces: new MemoryNonceLedger({ now: clock }),
-      challenges: new MemoryChallengeLedger(clock),
+      challenges: await MemoryChallengeLedger.open(
+        join(config.dataDir, "state", "challenges.log"),
+        clock,
+      ),
     });
   }
   const [
@@ -124,9 +146,11 @@ function backendsOf(
     challenges,
     redis,
     async health() {
-      const report: { redis?: DependencyHealth; db?: DependencyHealth } = {};
+      const report: BackendsHealth = {};
       if (redis !== null) report.redis = await redis.ping();
       if (config.databaseUrl !== null) report.db = await storeHealth(documentStore);
+      const space = await documentStore.space?.().catch(() => null);
+      if (space !== undefined && space !== null && space.state !== "ok") report.store = space.state;
       return report;
     },
     async close() {

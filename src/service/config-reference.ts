@@ -14,6 +14,7 @@ import {
   DEFAULT_HTTP_TIMEOUTS,
   DEFAULT_LIMITS,
   DEFAULT_METRICS_MAX_CONNECTIONS,
+  DEFAULT_STORE_MIN_FREE_BYTES,
 } from "./config.js";
 
 /** The programs that read a variable. `cli` is the operator commands (`receiptd keys`, …). */
@@ -160,6 +161,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning: "The PostgreSQL schema holding the store's tables.",
     processes: ALL,
   },
+  {
+    name: "STORE_MIN_FREE_BYTES",
+    group: "Files and identity",
+    default: String(DEFAULT_STORE_MIN_FREE_BYTES),
+    meaning:
+      "Embedded mode: free bytes under DATA_DIR/store below which /health and the metrics report low_space.",
+    processes: SERVE,
+  },
   // Access and limits
   {
     name: "ANON_DAILY_CAP",
@@ -228,6 +237,22 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: String(DEFAULT_LIMITS.maxCrystalUploadsPerKey),
     meaning:
       "`POST /crystals` bodies one key (or payer) may send at once; more get `429 too_many_uploads`.",
+    processes: SERVE,
+  },
+  {
+    name: "CRYSTAL_TENANT_QUOTA_BYTES",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.crystalTenantQuotaBytes),
+    meaning:
+      "Stored bytes of crystals (envelopes and lineage summaries) one tenant may hold; past it `POST /crystals` answers `403 crystal_quota_exceeded`.",
+    processes: SERVE,
+  },
+  {
+    name: "CRYSTAL_KEY_QUOTA_BYTES",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.crystalPrincipalQuotaBytes),
+    meaning:
+      "Stored bytes of crystals one principal (API key, evaluation key, x402 payer) may hold across the tenants it owns; then `403 crystal_quota_exceeded`.",
     processes: SERVE,
   },
   {

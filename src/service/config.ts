@@ -32,6 +32,10 @@ export interface ServiceLimits {
   maxAnonymousBodyBytes: number;
   /** `CRYSTAL_UPLOADS_PER_KEY`: `POST /crystals` bodies one principal may send at once. */
   maxCrystalUploadsPerKey: number;
+  /** Stored crystal bytes (envelopes and summaries) one tenant may hold (`CRYSTAL_TENANT_QUOTA_BYTES`). */
+  crystalTenantQuotaBytes: number;
+  /** Stored crystal bytes one principal may hold across its tenants (`CRYSTAL_KEY_QUOTA_BYTES`). */
+  crystalPrincipalQuotaBytes: number;
   /** Bundles in one `POST /verify` batch. */
   maxBatch: number;
   /**
@@ -184,6 +188,14 @@ export const DEFAULT_EVALUATION_KEYS: Readonly<EvaluationKeysConfig> = {
  */
 export type TrustProxy = false | string[];
 
+export interface StorageConfig {
+  /**
+   * `STORE_MIN_FREE_BYTES`: free space under `DATA_DIR/store` below which `/health` and the
+   * metrics report `low_space` (embedded mode).
+   */
+  minFreeBytes: number;
+}
+
 export interface ServiceConfig {
   host: string;
   port: number;
@@ -209,6 +221,8 @@ export interface ServiceConfig {
   databaseUrl: string | null;
   /** `DATABASE_SCHEMA`: the schema holding the store's tables (default `receiptd`). */
   databaseSchema: string;
+  /** Disk space and storage quotas (issue 24). */
+  storage: StorageConfig;
   /**
    * `MCP_ALLOWED_ORIGINS`: browser origins besides `PUBLIC_BASE_URL`'s that may call
    * `POST /mcp` (normalised `scheme://host[:port]`).
@@ -288,6 +302,10 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   // MCP discovery messages (initialize, tools/list) are a few hundred bytes.
   maxAnonymousBodyBytes: 16 * 1024,
   maxCrystalUploadsPerKey: 4,
+  // About 90 crystals of the largest size per tenant, 360 per key: one key can no longer fill
+  // a disk in a day (issue 24: 280 MB a day each, 56 GB for 200 evaluation keys).
+  crystalTenantQuotaBytes: 256 * MIB,
+  crystalPrincipalQuotaBytes: 1024 * MIB,
   maxBatch: 50,
   // Room for the reference's answer to any single bundle of 10,000 `{}` receipts (3.7 MB).
   maxResultBytes: 4 * MIB,
@@ -446,6 +464,14 @@ function limitsFrom(env: Env): ServiceLimits {
       DEFAULT_LIMITS.x402SignatureChecksPerSecond,
       1,
       1_000_000,
+    ),
+    crystalTenantQuotaBytes: cap(
+      "CRYSTAL_TENANT_QUOTA_BYTES",
+      DEFAULT_LIMITS.crystalTenantQuotaBytes,
+    ),
+    crystalPrincipalQuotaBytes: cap(
+      "CRYSTAL_KEY_QUOTA_BYTES",
+      DEFAULT_LIMITS.crystalPrincipalQuotaBytes,
     ),
   };
 }
@@ -676,6 +702,20 @@ export function metricsListenerFrom(env: Env, portVariable: string): MetricsList
   return { host, port, token, maxConnections };
 }
 
+export const DEFAULT_STORE_MIN_FREE_BYTES = 64 * 1024 * 1024;
+
+function storageFrom(env: Env): StorageConfig {
+  return {
+    minFreeBytes: integerFrom(
+      env,
+      "STORE_MIN_FREE_BYTES",
+      DEFAULT_STORE_MIN_FREE_BYTES,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+  };
+}
+
 /**
  * Builds the configuration from `env` (service.md §13 plus `MAX_BODY_BYTES`, `MAX_BATCH`,
  * `MAX_RESULT_BYTES`, `CPU_THREADS`, `CPU_MAX_QUEUE`, the connection limits of `HttpServerConfig` and
@@ -703,6 +743,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     redisPrefix: env.REDIS_PREFIX || "receiptd",
     databaseUrl: urlFrom(env, "DATABASE_URL"),
     databaseSchema: env.DATABASE_SCHEMA || "receiptd",
+    storage: storageFrom(env),
     mcpAllowedOrigins: originsFrom(env, "MCP_ALLOWED_ORIGINS"),
     cors: corsFrom(env),
     openApiServerUrl: env.PUBLIC_BASE_URL || "/",

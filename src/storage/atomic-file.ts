@@ -5,23 +5,83 @@
  * a prefix of either.
  */
 import { randomBytes } from "node:crypto";
-import { link, open, readFile, rename, unlink } from "node:fs/promises";
-import { dirname } from "node:path";
+import { link, open, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
+import { dirname, join } from "node:path";
 
-/** Temporary files end in this suffix; a crash may leave some behind, and they are ignored. */
+/**
+ * Temporary files end in this suffix. A failed write removes its own; a crash may leave some
+ * behind, which readers ignore and `sweepTemporaryFiles` removes.
+ */
 export const TEMPORARY_SUFFIX = ".tmp";
 
+/** `<target>.<writer pid>.<random hex>.tmp`: the pid tells a sweep whose file it is. */
+const TEMPORARY_NAME = /\.(\d+)\.[0-9a-f]{12}\.tmp$/;
+/** Leftovers without a pid (written before names carried one) are removed past this age. */
+const UNNAMED_TEMPORARY_AGE_MS = 60_000;
+
 async function writeTemporary(path: string, data: Uint8Array | string, mode: number) {
-  const temporary = `${path}.${randomBytes(6).toString("hex")}${TEMPORARY_SUFFIX}`;
+  const temporary = `${path}.${process.pid}.${randomBytes(6).toString("hex")}${TEMPORARY_SUFFIX}`;
   const handle = await open(temporary, "wx", mode);
   try {
     await handle.chmod(mode);
     await handle.writeFile(data);
     await handle.sync();
-  } finally {
-    await handle.close();
+  } catch (error) {
+    // A full disk fails here: the partial file must not keep holding the space it took.
+    await handle.close().catch(() => {});
+    await unlink(temporary).catch(() => {});
+    throw error;
   }
+  await handle.close();
   return temporary;
+}
+
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Removes the temporary files of `directory` that no live writer owns: those of processes
+ * that are gone (a crash, kill -9), and those under this process's own pid that are older than
+ * the process (an earlier life with the same pid: in a container the server is often pid 1).
+ * A file of a live process (the CLI writing beside the server) is left alone. Returns how
+ * many were removed; a missing directory has none.
+ */
+export async function sweepTemporaryFiles(directory: string): Promise<number> {
+  let names: string[];
+  try {
+    names = await readdir(directory);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
+    throw error;
+  }
+  let removed = 0;
+  for (const name of names) {
+    if (!name.endsWith(TEMPORARY_SUFFIX)) continue;
+    const path = join(directory, name);
+    const owner = TEMPORARY_NAME.exec(name);
+    const pid = owner === null ? null : Number(owner[1]);
+    if (pid !== null && pid !== process.pid && processIsAlive(pid)) continue;
+    if (pid === null || pid === process.pid) {
+      const info = await stat(path).catch(() => null);
+      if (info === null) continue;
+      const bornBefore =
+        pid === null ? Date.now() - UNNAMED_TEMPORARY_AGE_MS : performance.timeOrigin;
+      if (info.mtimeMs >= bornBefore) continue;
+    }
+    try {
+      await unlink(path);
+      removed += 1;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
+  }
+  return removed;
 }
 
 /** Makes a directory's entries durable (a created, renamed or removed file survives a crash). */

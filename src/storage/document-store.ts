@@ -44,7 +44,22 @@ export interface DocumentStore {
   ): Promise<boolean>;
   /** The collection's ids that start with `prefix` (default: all), sorted by code point. */
   list(collection: CollectionName, prefix?: string): Promise<string[]>;
+  /**
+   * The space left for documents (the embedded file store; a database reports its own
+   * health elsewhere, so PostgreSQL has none).
+   */
+  space?(): Promise<StoreSpace>;
   close(): Promise<void>;
+}
+
+/**
+ * `full`: writes are refused for lack of space (503 store codes, `/health` degraded);
+ * `low_space`: writes still succeed, but free space is under the configured minimum.
+ */
+export interface StoreSpace {
+  state: "ok" | "low_space" | "full";
+  freeBytes: number;
+  minFreeBytes: number;
 }
 
 /** The store could not be reached or could not write: the caller answers 503, nothing is lost. */

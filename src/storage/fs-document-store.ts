@@ -8,11 +8,17 @@
  * document inside this process only: in embedded mode every document that is ever replaced
  * (upgraded anchor proofs, revocation documents) has one writing process at a time.
  */
-import { mkdir, readdir } from "node:fs/promises";
+import { mkdir, readdir, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { compareCodePoints } from "../verifier/json/canonical.js";
-import { createFileOnce, readIfPresent, replaceFile } from "./atomic-file.js";
-import type { CollectionName, CreateResult, DocumentStore } from "./document-store.js";
+import { createFileOnce, readIfPresent, replaceFile, sweepTemporaryFiles } from "./atomic-file.js";
+import {
+  type CollectionName,
+  type CreateResult,
+  type DocumentStore,
+  DocumentStoreUnavailableError,
+  type StoreSpace,
+} from "./document-store.js";
 
 const DOCUMENT_SUFFIX = ".json";
 
@@ -43,14 +49,34 @@ function sameBytes(left: Uint8Array, right: Uint8Array): boolean {
   return Buffer.from(left.buffer, left.byteOffset, left.byteLength).equals(right);
 }
 
+/**
+ * Errors that mean the disk cannot take the write now (full, over quota, read-only, failing):
+ * the service answers 503 with its store code and the client retries, as for a database outage.
+ */
+const DISK_UNAVAILABLE = new Set(["ENOSPC", "EDQUOT", "EROFS", "EIO"]);
+/** Of those, the ones that mean "no space": they mark the store full until space is back. */
+const NO_SPACE = new Set(["ENOSPC", "EDQUOT"]);
+
+/** Free space below which the store reports `low_space` (`STORE_MIN_FREE_BYTES`). */
+export const DEFAULT_MIN_FREE_BYTES = 64 * 1024 * 1024;
+
+export interface FsDocumentStoreOptions {
+  /** Free bytes below which `space()` says `low_space` (default 64 MiB). */
+  minFreeBytes?: number;
+}
+
 export class FsDocumentStore implements DocumentStore {
   readonly #root: string;
+  readonly #minFreeBytes: number;
   readonly #ready = new Map<CollectionName, Promise<string>>();
   /** Tail of the chain of pending replaces, per document path. */
   readonly #replacing = new Map<string, Promise<unknown>>();
+  /** Set by a write that found no space; cleared by a write that succeeds or by freed space. */
+  #full = false;
 
-  constructor(dataDir: string) {
+  constructor(dataDir: string, options: FsDocumentStoreOptions = {}) {
     this.#root = join(dataDir, "store");
+    this.#minFreeBytes = options.minFreeBytes ?? DEFAULT_MIN_FREE_BYTES;
   }
 
   #directory(collection: CollectionName): Promise<string> {
@@ -58,9 +84,60 @@ export class FsDocumentStore implements DocumentStore {
     if (ready === undefined) {
       const directory = join(this.#root, collection);
       ready = mkdir(directory, { recursive: true, mode: 0o700 }).then(() => directory);
+      ready.catch(() => this.#ready.delete(collection));
       this.#ready.set(collection, ready);
     }
     return ready;
+  }
+
+  /**
+   * Removes the temporary files that crashed or failed writers left in every collection
+   * (`sweepTemporaryFiles`: never a live process's). The server runs it at start. Returns how
+   * many were removed.
+   */
+  async sweepTemporaryFiles(): Promise<number> {
+    let collections: string[];
+    try {
+      collections = await readdir(this.#root);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
+      throw error;
+    }
+    let removed = 0;
+    for (const collection of collections) {
+      removed += await sweepTemporaryFiles(join(this.#root, collection));
+    }
+    return removed;
+  }
+
+  /** Runs a write; a disk that cannot take it becomes `DocumentStoreUnavailableError`. */
+  async #write<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      const result = await work();
+      this.#full = false;
+      return result;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? "";
+      if (!DISK_UNAVAILABLE.has(code)) throw error;
+      if (NO_SPACE.has(code)) this.#full = true;
+      throw new DocumentStoreUnavailableError(`document files cannot be written: ${code}`, {
+        cause: error,
+      });
+    }
+  }
+
+  /**
+   * The space left where documents are written, and whether writes are refused for the lack
+   * of it. A store marked full by a failed write is cleared here once the free space is back
+   * above the minimum, so `/health` recovers without waiting for a write.
+   */
+  async space(): Promise<StoreSpace> {
+    await mkdir(this.#root, { recursive: true, mode: 0o700 });
+    const info = await statfs(this.#root);
+    const freeBytes = info.bavail * info.bsize;
+    if (this.#full && freeBytes >= this.#minFreeBytes) this.#full = false;
+    const state = this.#full ? "full" : freeBytes < this.#minFreeBytes ? "low_space" : "ok";
+    return { state, freeBytes, minFreeBytes: this.#minFreeBytes };
   }
 
   async #path(collection: CollectionName, id: string): Promise<string> {
@@ -72,8 +149,9 @@ export class FsDocumentStore implements DocumentStore {
   }
 
   async create(collection: CollectionName, id: string, bytes: Uint8Array): Promise<CreateResult> {
-    const path = await this.#path(collection, id);
-    if (await createFileOnce(path, bytes)) return { created: true, stored: bytes };
+    const path = await this.#write(() => this.#path(collection, id));
+    if (await this.#write(() => createFileOnce(path, bytes)))
+      return { created: true, stored: bytes };
     const stored = await readIfPresent(path);
     if (stored === null) throw new Error("a document vanished while being created");
     return { created: false, stored };
@@ -85,7 +163,7 @@ export class FsDocumentStore implements DocumentStore {
     expected: Uint8Array | null,
     bytes: Uint8Array,
   ): Promise<boolean> {
-    const path = await this.#path(collection, id);
+    const path = await this.#write(() => this.#path(collection, id));
     const previous = this.#replacing.get(path) ?? Promise.resolve();
     const attempt = previous.then(async () => {
       const current = await readIfPresent(path);
@@ -101,7 +179,7 @@ export class FsDocumentStore implements DocumentStore {
     const settled = attempt.catch(() => {});
     this.#replacing.set(path, settled);
     try {
-      return await attempt;
+      return await this.#write(() => attempt);
     } finally {
       if (this.#replacing.get(path) === settled) this.#replacing.delete(path);
     }

@@ -12,6 +12,8 @@ export interface DocumentStoreConfig {
   databaseUrl?: string | null;
   /** PostgreSQL schema of the tables (default `receiptd`); lets deployments share a database. */
   databaseSchema?: string;
+  /** Embedded mode: the free space under which the store reports `low_space`. */
+  storage?: { minFreeBytes: number };
 }
 
 /** Connects and runs migrations first in distributed mode, hence async. */
@@ -24,5 +26,5 @@ export async function openDocumentStore(config: DocumentStoreConfig): Promise<Do
       schema: config.databaseSchema ?? DEFAULT_SCHEMA,
     });
   }
-  return new FsDocumentStore(config.dataDir);
+  return new FsDocumentStore(config.dataDir, { minFreeBytes: config.storage?.minFreeBytes });
 }

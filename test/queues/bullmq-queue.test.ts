@@ -59,6 +59,39 @@ describe("BullMqQueue", () => {
     }
   });
 
+  test("the worker logs each job's outcome at info, without its payload or result", async () => {
+    const lines: { level: string; details: Record<string, unknown>; message: string }[] = [];
+    const capture = (level: string) => (details: object, message: string) =>
+      lines.push({ level, details: details as Record<string, unknown>, message });
+    const name = "logged";
+    const worker = new BullMqWorker<{ secret: string }, { secret: string }>(
+      name,
+      async (job) => job,
+      {
+        redisUrl: TEST_REDIS_URL,
+        prefix,
+        log: { info: capture("info"), warn: capture("warn"), error: capture("error") },
+      },
+    );
+    await worker.ready();
+    running.push({ close: () => worker.close(5000) });
+    const queue = new BullMqQueue<{ secret: string }, { secret: string }>(name, {
+      redisUrl: TEST_REDIS_URL,
+      prefix,
+    });
+    running.push(queue);
+    await queue.submit("job-logged", { secret: "payload-content" }, NOW);
+    for (let attempt = 0; attempt < 100 && lines.length === 0; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const completed = lines.filter((line) => line.message === "job completed");
+    assert.equal(completed.length, 1);
+    assert.equal(completed[0]?.level, "info");
+    assert.equal(completed[0]?.details.queue, name);
+    assert.equal(completed[0]?.details.jobId, "job-logged");
+    assert.doesNotMatch(JSON.stringify(lines), /payload-content/);
+  });
+
   test("with Redis unreachable a submission fails fast with QueueUnavailableError", async () => {
     // Nothing listens on port 1; the producer must not wait for a reconnection.
     const queue = new BullMqQueue<null, null>("unreachable", {

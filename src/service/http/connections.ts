@@ -174,7 +174,10 @@ function clientErrorAnswer(error: Error & { code?: string }): Buffer {
 
 function isHealthCheck(request: IncomingMessage): boolean {
   const path = (request.url ?? "").split("?", 1)[0];
-  return (request.method === "GET" || request.method === "HEAD") && path === "/health";
+  return (
+    (request.method === "GET" || request.method === "HEAD") &&
+    (path === "/health" || path === "/health/live")
+  );
 }
 
 /**
@@ -462,6 +465,10 @@ export class ConnectionGuard {
 
   /** Writes a closing answer, then lingers so that the client can read it. */
   #answerAndClose(socket: Socket, answer: Buffer): void {
+    // The first answer is the one the client gets; a parser error that follows is not.
+    if (!rawAnswerStatus.has(socket)) {
+      rawAnswerStatus.set(socket, Number(answer.subarray(9, 12).toString("latin1")));
+    }
     if (!socket.writable) {
       socket.destroy();
       return;
@@ -495,6 +502,17 @@ export class ConnectionGuard {
     timer.unref();
     socket.once("close", () => clearTimeout(timer));
   }
+}
+
+/** The status of the raw answer the guard closed a socket with (a 408, a parser's 400, …). */
+const rawAnswerStatus = new WeakMap<Socket, number>();
+
+/**
+ * The status the connection guard answered on `socket` itself, past Fastify, or undefined: the
+ * access and audit lines of a request cut short that way name it (logging.ts, access.ts).
+ */
+export function guardAnswerStatus(socket: Socket | null | undefined): number | undefined {
+  return socket == null ? undefined : rawAnswerStatus.get(socket);
 }
 
 /** A JSON answer on a raw response that closes the connection. */

@@ -42,7 +42,7 @@ import {
 import type { SettlementCall } from "../../payments/settlement-receipt.js";
 import type { ServiceLimits } from "../config.js";
 import { sendAnswer } from "../errors.js";
-import { headerCount } from "../http/connections.js";
+import { guardAnswerStatus, headerCount } from "../http/connections.js";
 import { isChargedAnswer, isChargedRefusal } from "../work-charged.js";
 import { CORS_PREFLIGHT_ROUTE } from "./cors.js";
 import {
@@ -52,6 +52,9 @@ import {
   type Sale,
   X402Gate,
 } from "./x402.js";
+
+/** The audit status of a request whose client closed the connection before its answer. */
+const CLIENT_CLOSED_REQUEST = 499;
 
 /**
  * - `keyed`: an API key or an x402 payment per call (verification, anchors, conformance);
@@ -99,6 +102,8 @@ declare module "fastify" {
      * `x402:<payer>` or `anonymous`. Tenancy (crystals) and audit lines use it.
      */
     principal: Principal;
+    /** `performance.now()` when access control first saw the request (aborts' audit latency). */
+    receivedAt: number;
     /** Null until `onRequest` has run (Fastify forbids shared object defaults on requests). */
     credential: Credential | null;
     /**
@@ -138,7 +143,7 @@ const DOCS = "README.md#access-and-payments";
  * spend the anonymous bucket and take the service out of rotation at the cap; a browser's
  * CORS preflight is the browser asking, not the caller's call.
  */
-const UNCOUNTED_ROUTES = new Set(["/health", CORS_PREFLIGHT_ROUTE]);
+const UNCOUNTED_ROUTES = new Set(["/health", "/health/live", CORS_PREFLIGHT_ROUTE]);
 
 /**
  * The cap-store bucket of one client address's share of the anonymous cap (an IPv4 address,
@@ -430,6 +435,19 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     // After settlement, whose failure turns a result into a refusal.
     await settleCharge(request, reply);
     return sent;
+  });
+
+  // A request whose connection closed before its answer (the guard's 408, a client gone) is
+  // audited too, under its principal, with the guard's status or 499 (client closed request).
+  app.addHook("onRequestAbort", async (request) => {
+    services.audit.record({
+      principal: request.principal,
+      method: request.method,
+      route: request.routeOptions.url ?? "(unmatched)",
+      status: guardAnswerStatus(request.raw.socket) ?? CLIENT_CLOSED_REQUEST,
+      bytes: 0,
+      latencyMs: performance.now() - request.receivedAt,
+    });
   });
 
   app.addHook("onResponse", async (request, reply) => {

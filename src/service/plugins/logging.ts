@@ -6,6 +6,7 @@
  * the host and the remote address.
  */
 import {
+  type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
   type FastifyServerOptions,
@@ -13,6 +14,7 @@ import {
 } from "fastify";
 import { destination } from "pino";
 import type { LogDestination, ServiceConfig } from "../config.js";
+import { guardAnswerStatus } from "../http/connections.js";
 
 interface LoggedRequest {
   method?: string;
@@ -57,11 +59,48 @@ function faultSummary(error: Error & { code?: unknown }): {
   };
 }
 
+/**
+ * The client hung up before its request was answered (mid-body, or while waiting): what fails
+ * afterwards is the consequence of that, not a fault of the service.
+ */
+function clientGone(request: FastifyRequest): boolean {
+  const raw = request.raw;
+  return raw.destroyed || raw.socket?.destroyed === true || raw.readableAborted;
+}
+
 /** Writes the single access line when a response finishes, and nothing else per request. */
 class AccessLogController extends LogController {
   override incomingRequest(): void {}
 
   override routeNotFound(): void {}
+
+  /** An error answer to a client that is gone is part of the abort, logged by `logAborts`. */
+  override defaultErrorLog(
+    error: Error,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    metadata?: Record<string, unknown>,
+  ): void {
+    if (clientGone(request)) return;
+    super.defaultErrorLog(error, request, reply, metadata);
+  }
+
+  /**
+   * Fastify reports here an error answer that could not be serialized; for a request whose
+   * client is gone that is only the body-read error of the abort, and the access line says it.
+   */
+  override serializerError(
+    error: Error,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    metadata: { statusCode: number },
+  ): void {
+    if (clientGone(request)) return;
+    reply.log.error(
+      { err: error, statusCode: metadata.statusCode },
+      "The serializer for the given status code failed",
+    );
+  }
 
   override requestCompleted(
     error: Error | null | undefined,
@@ -74,9 +113,25 @@ class AccessLogController extends LogController {
       status: reply.statusCode,
       responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
     };
-    if (error) reply.log.error({ ...line, err: error }, "request errored");
+    if (error && clientGone(request)) reply.log.info({ ...line, aborted: true }, "request aborted");
+    else if (error) reply.log.error({ ...line, err: error }, "request errored");
     else reply.log.info(line, "request completed");
   }
+}
+
+/**
+ * The access line of a request whose connection closed before its answer was sent (the client
+ * left, or the connection guard answered 408 itself): no response finishes for it, so
+ * `requestCompleted` never runs. At info; the status is the guard's, or null.
+ */
+export function logAborts(app: FastifyInstance): void {
+  app.addHook("onRequestAbort", async (request) => {
+    const status = guardAnswerStatus(request.raw.socket) ?? null;
+    request.log.info(
+      { method: request.method, route: routeTemplate(request), status, aborted: true },
+      status === 408 ? "request timed out" : "request aborted",
+    );
+  });
 }
 
 /**

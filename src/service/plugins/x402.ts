@@ -34,6 +34,7 @@ import {
   type PaymentSettings,
   paymentRequirements,
 } from "../../payments/requirements.js";
+import type { IntendedSettlement, SettlementIntents } from "../../payments/settlement-intents.js";
 import type { Settlement, SettlementCall } from "../../payments/settlement-receipt.js";
 import type { SignatureBudget } from "../../payments/signature-budget.js";
 import type { Ed25519Signer } from "../../verifier/crypto/ed25519.js";
@@ -77,6 +78,8 @@ export interface X402GateOptions {
   clientOf: (request: FastifyRequest) => string;
   /** Told each time a signature is recovered (`/metrics`): the costly step. */
   onSignatureCheck?: () => void;
+  /** Where each settlement's intent is journaled before `/settle` (settlement-intents.ts). */
+  intents?: SettlementIntents;
 }
 
 /**
@@ -281,17 +284,48 @@ export class X402Gate {
       record("unavailable");
       return accessRefusal("payments_unavailable");
     }
-    const outcome = await facilitator.settle(facilitatorRequest(pending.verified));
+    const { payment, requirement, payer } = pending.verified;
+    const userAgent = request.headers["user-agent"];
+    const intended: IntendedSettlement = {
+      network: requirement.network.caip2,
+      asset: requirement.asset,
+      amount: requirement.amount.toString(),
+      payTo: requirement.payTo,
+      path: pending.route,
+      // Our own path always knows the User-Agent: none sent is `""` (family `none`); null
+      // would mean "not known", which only other producers may say.
+      ua: typeof userAgent === "string" ? userAgent : "",
+      ...call,
+    };
+    const settleRequest = facilitatorRequest(pending.verified);
+    const intents = this.#options.intents ?? null;
+    let intent: string | null = null;
+    if (intents !== null) {
+      try {
+        intent = await intents.begin(
+          settleRequest,
+          intended,
+          pending.verified.authorization.validBefore,
+        );
+      } catch {
+        // Settling without a durable intent could lose the payment in a crash: refuse first.
+        record("unavailable");
+        return accessRefusal("payments_unavailable");
+      }
+    }
+    const outcome = await facilitator.settle(settleRequest);
     if (outcome.status === "declined") {
+      if (intent !== null) await intents?.end(intent, true);
       record("declined");
       return this.#declined(pending.route, sale, outcome.reason);
     }
     if (outcome.status === "unknown") {
+      // It may have settled: the intent stays and is reconciled with the facilitator.
+      if (intent !== null) await intents?.end(intent, false);
       record("failed");
       return accessRefusal(outcome.code);
     }
 
-    const { payment, requirement, payer } = pending.verified;
     const header = encodeSettlementResponse(payment.x402Version, requirement.network, {
       success: true,
       transaction: outcome.transaction,
@@ -305,20 +339,9 @@ export class X402Gate {
         this.#passToken(pending, requirement.kind, outcome.transaction),
       );
     }
-    const userAgent = request.headers["user-agent"];
     // Before the response names the transaction, its receipt job must survive a crash.
-    await this.#options.onSettled({
-      tx: outcome.transaction,
-      network: requirement.network.caip2,
-      asset: requirement.asset,
-      amount: requirement.amount.toString(),
-      payTo: requirement.payTo,
-      path: pending.route,
-      // Our own path always knows the User-Agent: none sent is `""` (family `none`); null
-      // would mean "not known", which only other producers may say.
-      ua: typeof userAgent === "string" ? userAgent : "",
-      ...call,
-    });
+    await this.#options.onSettled({ tx: outcome.transaction, ...intended });
+    if (intent !== null) await intents?.end(intent, true);
     record("settled");
     return null;
   }

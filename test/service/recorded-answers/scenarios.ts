@@ -184,6 +184,8 @@ interface Main {
 async function metadata({ call }: Main): Promise<void> {
   await call({ name: "GET /health", method: "GET", url: "/health" });
   await call({ name: "HEAD /health", method: "HEAD", url: "/health" });
+  await call({ name: "GET /health/live", method: "GET", url: "/health/live" });
+  await call({ name: "HEAD /health/live", method: "HEAD", url: "/health/live" });
   await call({ name: "GET /info (corpus deployed, payments off)", method: "GET", url: "/info" });
   await call({ name: "HEAD /info", method: "HEAD", url: "/info" });
   await call({ name: "GET /openapi.json", method: "GET", url: "/openapi.json" });

@@ -76,7 +76,11 @@ const postCrystalSchema = {
         "size_mismatch, crystal_id_mismatch, invalid_created_at, invalid_metadata_public, " +
         "metadata_too_large (with `limit`)",
     },
-    403: { ...errorResponseSchema, description: "tenant_forbidden: another principal owns it" },
+    403: {
+      ...errorResponseSchema,
+      description:
+        "tenant_forbidden: another principal owns it; crystal_quota_exceeded: the tenant's or the principal's byte quota is used up",
+    },
     409: { ...errorResponseSchema, description: "crystal_conflict: stored with another envelope" },
     422: { ...errorResponseSchema, description: "parent_not_found in this tenant" },
     429: {
@@ -253,10 +257,23 @@ export async function crystalRoutes(app: FastifyInstance) {
       const crystal: PreparedCrystal = answer;
       let outcome: StoreOutcome;
       try {
-        outcome = await storeCrystal(app.documentStore, request.principal, crystal);
+        outcome = await storeCrystal(app.documentStore, request.principal, crystal, {
+          tenantBytes: limits.crystalTenantQuotaBytes,
+          principalBytes: limits.crystalPrincipalQuotaBytes,
+        });
       } catch (error) {
         if (!(error instanceof DocumentStoreUnavailableError)) throw error;
         return storeUnavailable(reply);
+      }
+      if (typeof outcome === "object") {
+        const { quotaExceeded, quotaBytes, usedBytes } = outcome;
+        const whose = quotaExceeded === "tenant" ? "this tenant" : "this principal";
+        return sendAnswer(
+          reply,
+          errorAnswer("crystal_quota_exceeded", {
+            detail: `${whose} holds ${usedBytes} bytes of crystals; the quota is ${quotaBytes} (${quotaExceeded === "tenant" ? "CRYSTAL_TENANT_QUOTA_BYTES" : "CRYSTAL_KEY_QUOTA_BYTES"})`,
+          }),
+        );
       }
       if (outcome !== "created" && outcome !== "unchanged") {
         return sendAnswer(reply, errorAnswer(outcome));
@@ -327,11 +344,16 @@ export async function crystalRoutes(app: FastifyInstance) {
 }
 
 /** `/info`'s `crystals` section (service.md §11). */
-export function crystalsInfo(maxCiphertextBytes: number) {
+export function crystalsInfo(
+  maxCiphertextBytes: number,
+  quotas: { tenantBytes: number; principalBytes: number },
+) {
   return {
     specification: CRYSTAL_SPEC,
     supported_ciphers: CRYSTAL_CIPHERS,
     max_crystal_size_bytes: maxCiphertextBytes,
+    quota_bytes_per_tenant: quotas.tenantBytes,
+    quota_bytes_per_key: quotas.principalBytes,
     isolation:
       "per tenant_hash: the first principal to write a tenant owns it and only it may write " +
       "there; reads need the tenant hash; another tenant's crystal and a missing one are the " +
@@ -342,13 +364,28 @@ export function crystalsInfo(maxCiphertextBytes: number) {
 export const crystalsInfoSchema = {
   type: "object",
   description: "memory crystals (service.md §6)",
-  required: ["specification", "supported_ciphers", "max_crystal_size_bytes", "isolation"],
+  required: [
+    "specification",
+    "supported_ciphers",
+    "max_crystal_size_bytes",
+    "quota_bytes_per_tenant",
+    "quota_bytes_per_key",
+    "isolation",
+  ],
   properties: {
     specification: { type: "string" },
     supported_ciphers: { type: "array", items: { type: "string" } },
     max_crystal_size_bytes: {
       type: "integer",
       description: "decoded ciphertext bytes a crystal may hold",
+    },
+    quota_bytes_per_tenant: {
+      type: "integer",
+      description: "stored bytes (envelopes and summaries) one tenant may hold",
+    },
+    quota_bytes_per_key: {
+      type: "integer",
+      description: "stored bytes one principal (key, evaluation key, x402 payer) may hold",
     },
     isolation: { type: "string" },
   },

@@ -267,7 +267,10 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
         outcomes: OUTCOME_TABLE,
         validator_address: app.validatorAddress,
       },
-      crystals: crystalsInfo(limits.maxCrystalCiphertextBytes),
+      crystals: crystalsInfo(limits.maxCrystalCiphertextBytes, {
+        tenantBytes: limits.crystalTenantQuotaBytes,
+        principalBytes: limits.crystalPrincipalQuotaBytes,
+      }),
       limits: {
         max_body_bytes: limits.maxBodyBytes,
         max_anonymous_body_bytes: limits.maxAnonymousBodyBytes,

@@ -149,7 +149,8 @@ const OPERATIONS: Record<string, OperationName> = {
     summary: "Issue an evaluation key for a solved challenge",
     tag: "keys",
   },
-  "GET /health": { operationId: "getHealth", summary: "Liveness and dependencies", tag: "meta" },
+  "GET /health": { operationId: "getHealth", summary: "Readiness and dependencies", tag: "meta" },
+  "GET /health/live": { operationId: "getLiveness", summary: "Liveness", tag: "meta" },
   "GET /info": { operationId: "getInfo", summary: "What this service is", tag: "meta" },
   "GET /openapi.json": { operationId: "getOpenApi", summary: "This OpenAPI document", tag: "meta" },
 };
@@ -227,7 +228,7 @@ const PAYMENT_CODES = (Object.keys(ERROR_STATUS) as ErrorCode[]).filter(
 );
 
 /** Routes access control does not count (plugins/access.ts): no cap, no 429. */
-const UNCOUNTED = new Set(["/health"]);
+const UNCOUNTED = new Set(["/health", "/health/live"]);
 
 /** The refusals every route of this kind can answer, besides those its schema names. */
 function derivedCodes(path: string, facts: RouteFacts, payments: boolean): ErrorCode[] {

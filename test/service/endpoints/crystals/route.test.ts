@@ -785,6 +785,8 @@ describe("memory crystals", () => {
         specification: "svc-crystal/1.0",
         supported_ciphers: ["chacha20-poly1305", "aes-256-gcm"],
         max_crystal_size_bytes: 2 * MIB,
+        quota_bytes_per_tenant: 256 * MIB,
+        quota_bytes_per_key: 1024 * MIB,
         isolation:
           "per tenant_hash: the first principal to write a tenant owns it and only it may write " +
           "there; reads need the tenant hash; another tenant's crystal and a missing one are the " +
@@ -802,5 +804,46 @@ describe("memory crystals", () => {
       const result = await new Validator().validate(structuredClone(document));
       assert.deepEqual(result, { valid: true });
     });
+  });
+});
+
+describe("crystal quotas (issue 24)", () => {
+  let service: TestService;
+  const postAs = (envelope: CrystalEnvelope) =>
+    service.app.inject({ method: "POST", url: "/crystals", payload: envelope });
+
+  before(async () => {
+    // Room for two small crystals per tenant and three per principal.
+    service = await startTestService({
+      limits: { crystalTenantQuotaBytes: 1500, crystalPrincipalQuotaBytes: 2000 },
+    });
+  });
+  after(() => service.close());
+
+  test("/info publishes both quotas", async () => {
+    const crystals = (await service.app.inject({ method: "GET", url: "/info" })).json().crystals;
+    assert.equal(crystals.quota_bytes_per_tenant, 1500);
+    assert.equal(crystals.quota_bytes_per_key, 2000);
+  });
+
+  test("a tenant, then a principal, past its quota is refused with the limit named", async () => {
+    const tenant = freshTenant();
+    const first = seal(tenant);
+    assert.equal((await postAs(first)).statusCode, 201);
+    assert.equal((await postAs(seal(tenant))).statusCode, 201);
+    // The same crystal again costs nothing more.
+    assert.equal((await postAs(first)).statusCode, 200);
+    const overTenant = await postAs(seal(tenant));
+    assert.equal(overTenant.statusCode, 403);
+    assert.equal(overTenant.json().error, "crystal_quota_exceeded");
+    assert.match(
+      overTenant.json().detail,
+      /this tenant holds \d+ bytes.*CRYSTAL_TENANT_QUOTA_BYTES/,
+    );
+
+    const other = freshTenant();
+    const overKey = await postAs(seal(other));
+    assert.equal(overKey.statusCode, 403);
+    assert.match(overKey.json().detail, /this principal holds \d+ bytes.*CRYSTAL_KEY_QUOTA_BYTES/);
   });
 });
