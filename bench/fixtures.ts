@@ -20,9 +20,24 @@ import { headerWith, upgradedProof } from "../test/support/ots.js";
  * distinct variants are distinct bundles with distinct digests.
  */
 export function generatedBundle(receiptCount: number, variant = 0): Uint8Array {
-  const seed = createHash("sha256").update(`bench agent ${variant}`).digest();
-  const agent = signerFromSeed(seed);
-  const builder = new BundleBuilder("continuity-receipt/0.4", `urn:uuid:bench-task-${variant}`);
+  return agentTaskBundle(receiptCount, {
+    agentSeed: `bench agent ${variant}`,
+    taskId: `urn:uuid:bench-task-${variant}`,
+    toolCallQuota: 1000,
+  });
+}
+
+/** Who signs an `agentTaskBundle`, its task id, and the session pass's tool-call quota. */
+export interface AgentTask {
+  readonly agentSeed: string;
+  readonly taskId: string;
+  readonly toolCallQuota: number;
+}
+
+/** The task of `generatedBundle`, signed by the agent `task` names (the page's tests use it). */
+export function agentTaskBundle(receiptCount: number, task: AgentTask): Uint8Array {
+  const agent = signerFromSeed(createHash("sha256").update(task.agentSeed).digest());
+  const builder = new BundleBuilder("continuity-receipt/0.4", task.taskId);
   const at = (i: number) => formatUtcSeconds(new Date(Date.UTC(2026, 0, 1, 0, 0, i)));
   builder.append({
     type: "session.pass.created",
@@ -31,7 +46,7 @@ export function generatedBundle(receiptCount: number, variant = 0): Uint8Array {
     body: {
       gate_id: "gate-1",
       mandala_class: "gate-lite",
-      quotas: { tool_calls: 1000 },
+      quotas: { tool_calls: task.toolCallQuota },
       expires_at: "2026-12-31T00:00:00Z",
       policy_version: "2026-01-01.1",
       mandate_ref: `sha256:${"ab".repeat(32)}`,

@@ -175,6 +175,17 @@ export async function buildApp(
   app.decorate("settlementsQueue", settlementsQueue);
   // Settlement receipt jobs of the x402 path are durable before a paid answer is released:
   // in BullMQ, or in a file journal under DATA_DIR, replayed here after a crash.
+  let access: ReturnType<typeof createAccessServices> | undefined;
+  // What is open, in the order it is closed: at shutdown, or when a later step of the start
+  // fails (a journal that cannot be read stops the start: its jobs must not be forgotten).
+  const closeOpened = async () => {
+    await pool.close();
+    await settlements.close();
+    await queues.close();
+    await queueStats?.close();
+    await access?.close();
+    await backends.close();
+  };
   const settlements = new SettlementRecorder({
     queue: settlementsQueue,
     journal: new JobJournal(journalDirectory(config.dataDir, SETTLEMENTS_QUEUE)),
@@ -183,14 +194,10 @@ export async function buildApp(
   try {
     await settlements.start();
   } catch (error) {
-    // A journal that cannot be read stops the start: its jobs must not be forgotten.
-    await pool.close();
-    await queues.close();
-    await queueStats?.close();
-    await backends.close();
+    await closeOpened();
     throw error;
   }
-  const access = createAccessServices(config, {
+  access = createAccessServices(config, {
     documentStore,
     caps: backends.caps,
     nonces: backends.nonces,
@@ -204,25 +211,15 @@ export async function buildApp(
     log: app.log,
   });
   try {
+    // An intent journal that cannot be opened stops the start, as the receipt journal does.
     await access.start();
   } catch (error) {
-    // An intent journal that cannot be opened stops the start, as the receipt journal does.
-    await pool.close();
-    await settlements.close();
-    await queues.close();
-    await queueStats?.close();
-    await access.close();
-    await backends.close();
+    await closeOpened();
     throw error;
   }
   // onClose runs once in-flight requests have been answered, so no task is cut short.
   app.addHook("onClose", async () => {
-    await pool.close();
-    await settlements.close();
-    await queues.close();
-    await queueStats?.close();
-    await access.close();
-    await backends.close();
+    await closeOpened();
     stdoutLog?.close();
   });
 

@@ -4,11 +4,7 @@
  * what made every error multiply), to 2,000 or up to the page's 8 MiB limit, and a signed task
  * of unique receipts.
  */
-import { createHash } from "node:crypto";
-import { signerFromSeed } from "../../src/verifier/crypto/ed25519.js";
-import { dumpCompact } from "../../src/verifier/json/dump.js";
-import { BundleBuilder } from "../../src/verifier/producer/index.js";
-import { formatUtcSeconds } from "../../src/verifier/timestamps.js";
+import { agentTaskBundle } from "../../bench/fixtures.js";
 import { corpusValue } from "./corpus.js";
 
 /** The bundle limit the page and the CLI share (`bundle_too_large` above it). */
@@ -34,54 +30,11 @@ function plain(_key: string, value: unknown): unknown {
  * a termination). TRUSTED when verified.
  */
 export function uniqueReceiptsBundle(count: number): Uint8Array {
-  const agent = signerFromSeed(createHash("sha256").update("receiptd page large bundle").digest());
-  const builder = new BundleBuilder("continuity-receipt/0.4", "urn:uuid:page-large-task");
-  const at = (i: number) => formatUtcSeconds(new Date(Date.UTC(2026, 0, 1, 0, 0, i)));
-  builder.append({
-    type: "session.pass.created",
-    signer: agent,
-    issuedAt: at(0),
-    body: {
-      gate_id: "gate-1",
-      mandala_class: "gate-lite",
-      quotas: { tool_calls: count },
-      expires_at: "2026-12-31T00:00:00Z",
-      policy_version: "2026-01-01.1",
-      mandate_ref: `sha256:${"ab".repeat(32)}`,
-      agent_id: agent.did,
-      spend_cap: { minor: 100000, currency: "USD" },
-    },
+  return agentTaskBundle(count, {
+    agentSeed: "receiptd page large bundle",
+    taskId: "urn:uuid:page-large-task",
+    toolCallQuota: count,
   });
-  for (let i = 1; i < count - 1; i++) {
-    builder.append({
-      type: i % 2 === 1 ? "task.decision" : "task.execution",
-      signer: agent,
-      issuedAt: at(i),
-      body:
-        i % 2 === 1
-          ? {
-              action: "tool.call",
-              action_args_hash: `sha256:${"cd".repeat(32)}`,
-              model: "model-x",
-              input_provenance: { observed_sources_hash: `sha256:${"ef".repeat(32)}` },
-              decision: "allow",
-              policy_version: "2026-01-01.1",
-            }
-          : {
-              tool_calls: [{ name: "search", args_hash: `sha256:${"01".repeat(32)}` }],
-              egress: [],
-              resources: { cpu_ms: 120 },
-              sandbox_class: "landlock",
-            },
-    });
-  }
-  builder.append({
-    type: "task.termination",
-    signer: agent,
-    issuedAt: at(count - 1),
-    body: { reason: "completed", limits_at_stop: {}, remaining: {} },
-  });
-  return Buffer.from(dumpCompact(builder.build()));
 }
 
 /**
