@@ -20,6 +20,9 @@ import {
   type CrystalCipher,
   isCrystalCipher,
 } from "../crystals/envelope.js";
+import { expireCrystals } from "../crystals/expiry.js";
+import { ConfigError, loadConfig } from "../service/config.js";
+import { openDocumentStore } from "../storage/open.js";
 import { CanonicalizationError, canonicalText } from "../verifier/json/canonical.js";
 import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
 import { fromPlain, isObject, type JsonObject, type JsonValue } from "../verifier/json/value.js";
@@ -31,6 +34,7 @@ export const USAGE = [
   "       receiptd crystals seal --key-file KEY_FILE --tenant T [--parent ID] [--cipher C]",
   "                              [--metadata JSON] [--created-at TIME] < plaintext > envelope.json",
   "       receiptd crystals open --key-file KEY_FILE < envelope.json > plaintext",
+  "       receiptd crystals expire [--dry-run]",
 ].join("\n");
 
 const HELP = `${USAGE}
@@ -45,6 +49,11 @@ seal     encrypts stdin (--cipher ${CRYSTAL_CIPHERS.join(" | ")}, default ${CRYS
          --parent names the crystal this one follows (omit for a root); --metadata is a
          public, unencrypted JSON object; --created-at defaults to now.
 open     checks the envelope on stdin and writes its plaintext to stdout.
+expire   removes, from the service's store (DATA_DIR, or DATABASE_URL in distributed mode),
+         the crystals first stored more than CRYSTAL_TTL_DAYS whole days ago (0: never),
+         with their lineage entries and quota bytes; a crystal that a younger one descends
+         from is kept until that one expires too. --dry-run only reports. Run it daily
+         (docs/operations.md has a systemd timer); it prints one JSON line of counts.
 
 A key file holds the key as 64 hex digits (a trailing newline is fine) or as 32 raw bytes.
 Exit codes: 0 done, 1 the envelope does not open (altered, or the wrong key), 2 usage or I/O error.
@@ -229,9 +238,36 @@ const ACTION_OPTIONS: Record<string, readonly string[]> = {
   tenant: ["secret-file"],
   seal: ["key-file", "tenant", "parent", "cipher", "metadata", "created-at"],
   open: ["key-file"],
+  expire: ["dry-run"],
 };
 
-export async function main(argv: string[], io: CrystalCliIo = processCrystalIo): Promise<number> {
+async function expire(dryRun: boolean, io: CrystalCliIo, env: Env): Promise<number> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    throw new UsageError(error.message);
+  }
+  const store = await openDocumentStore(config);
+  try {
+    const report = await expireCrystals(store, { ttlDays: config.limits.crystalTtlDays, dryRun });
+    io.stdout(
+      `${JSON.stringify({ dry_run: dryRun, ttl_days: config.limits.crystalTtlDays, expired: report.expired, freed_bytes: report.freedBytes, kept_for_descendants: report.keptForDescendants, adopted: report.adopted })}\n`,
+    );
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export async function main(
+  argv: string[],
+  io: CrystalCliIo = processCrystalIo,
+  env: Env = process.env,
+): Promise<number> {
   let parsed: ReturnType<typeof parseArgsFor>;
   try {
     parsed = parseArgsFor(argv);
@@ -262,6 +298,8 @@ export async function main(argv: string[], io: CrystalCliIo = processCrystalIo):
         return await tenant(values["secret-file"], io);
       case "seal":
         return await seal(values, io);
+      case "expire":
+        return await expire(values["dry-run"] === true, io, env);
       default: // "open", the one action left
         return await open(values["key-file"], io);
     }
@@ -285,6 +323,7 @@ function parseArgsFor(argv: string[]) {
       cipher: { type: "string" },
       metadata: { type: "string" },
       "created-at": { type: "string" },
+      "dry-run": { type: "boolean" },
     },
     allowPositionals: true,
   });

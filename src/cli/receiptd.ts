@@ -64,9 +64,10 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
     run: async (argv) => (await import("./keys.js")).main(argv),
   },
   crystals: {
-    summary: "seal plaintext into a memory crystal envelope, open one, make keys and tenant hashes",
+    summary:
+      "seal plaintext into a memory crystal envelope, open one, make keys and tenant hashes; expire old crystals",
     usage:
-      "receiptd crystals keygen --out K | tenant --secret-file F | seal --key-file K --tenant T [--parent P] [--cipher C] [--metadata JSON] [--created-at T] < in | open --key-file K < envelope",
+      "receiptd crystals keygen --out K | tenant --secret-file F | seal --key-file K --tenant T [--parent P] [--cipher C] [--metadata JSON] [--created-at T] < in | open --key-file K < envelope | expire [--dry-run]",
     run: async (argv) => (await import("./crystals.js")).main(argv),
   },
   conformance: {

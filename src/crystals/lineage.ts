@@ -40,7 +40,8 @@ export class LineageSummaryError extends Error {
   override readonly name = "LineageSummaryError";
 }
 
-function readSummary(bytes: Uint8Array): LineageEntry & { instant: Instant } {
+/** A stored summary read back (expiry reads the parent links from it). */
+export function readSummary(bytes: Uint8Array): LineageEntry & { instant: Instant } {
   const value = parseJson(bytes);
   const broken = () => new LineageSummaryError("a stored crystal summary is malformed");
   if (!isObject(value)) throw broken();

@@ -10,6 +10,11 @@
  * - `crystals/lineage/<tenant_hash>/<crystal_id>`: the crystal's public summary (lineage.ts),
  *   so a lineage is listed by prefix and built without reading a ciphertext.
  *
+ * - `tenants/stored/<YYYY-MM-DD>/<tenant_hash>/<crystal_id>`: the UTC day the crystal was
+ *   first stored, the expiry index (expiry.ts). The day is in the id, so a sweep lists it by
+ *   prefix without reading any document; the service's clock, not the client's `created_at`,
+ *   decides the age.
+ *
  * Crystal ids are scoped by tenant: two tenants may hold the same ciphertext, and one tenant's
  * writes can never learn anything about another's crystals. Ids are at most 159 bytes once
  * percent-encoded, well under the store's 250.
@@ -60,6 +65,7 @@ export interface CrystalQuotas {
  */
 const USAGE_PREFIX = "usage/";
 const USAGE_ATTEMPTS = 20;
+const EMPTY_OBJECT = Buffer.from("{}", "utf8");
 
 function usageId(kind: "tenant" | "principal", name: string): string {
   return `${USAGE_PREFIX}${kind}/${name}`;
@@ -71,16 +77,36 @@ function usageBytes(document: Uint8Array | null): number {
   return typeof parsed.bytes === "number" ? parsed.bytes : 0;
 }
 
-async function addUsage(store: DocumentStore, id: string, bytes: number): Promise<void> {
+/** Adds `bytes` (negative: frees them, never below zero) to a usage document. */
+export async function addUsage(
+  store: DocumentStore,
+  kind: "tenant" | "principal",
+  name: string,
+  bytes: number,
+): Promise<void> {
+  const id = usageId(kind, name);
   for (let attempt = 0; attempt < USAGE_ATTEMPTS; attempt += 1) {
     const current = await store.get("tenants", id);
-    const next = Buffer.from(dumpCompact({ bytes: usageBytes(current) + bytes }), "utf8");
+    const total = Math.max(0, usageBytes(current) + bytes);
+    const next = Buffer.from(dumpCompact({ bytes: total }), "utf8");
     if (await store.replace("tenants", id, current, next)) return;
   }
   throw new Error("crystal usage could not be updated: too many concurrent writers");
 }
 
-const LINEAGE_PREFIX = "lineage/";
+export const LINEAGE_PREFIX = "lineage/";
+/** Prefix of the expiry index in `tenants`: `stored/<day>/<tenant_hash>/<crystal_id>`. */
+export const STORED_PREFIX = "stored/";
+
+/** The expiry index id of a crystal first stored on `day` (`YYYY-MM-DD`, UTC). */
+export function storedIndexId(day: string, tenantHash: string, crystalId: string): string {
+  return `${STORED_PREFIX}${day}/${tenantHash}/${crystalId}`;
+}
+
+/** The UTC day of `now`, as the expiry index spells it. */
+export function utcDay(now: Date): string {
+  return now.toISOString().slice(0, 10);
+}
 /** Summaries read at once while building a lineage, so a large tenant cannot exhaust file handles. */
 const READ_BATCH = 64;
 
@@ -90,6 +116,10 @@ export function crystalDocumentId(tenantHash: string, crystalId: string): string
 
 function lineagePrefix(tenantHash: string): string {
   return `${LINEAGE_PREFIX}${tenantHash}/`;
+}
+
+export function lineageDocumentId(tenantHash: string, crystalId: string): string {
+  return `${lineagePrefix(tenantHash)}${crystalId}`;
 }
 
 /** The tenant record `principal` would write: equal bytes mean the same owner. */
@@ -117,6 +147,7 @@ export async function storeCrystal(
   principal: Principal,
   crystal: PreparedCrystal,
   quotas: CrystalQuotas | null = null,
+  now: Date = new Date(),
 ): Promise<StoreOutcome> {
   const { tenantHash, crystalId, parentCrystalId } = crystal;
   const record = tenantRecord(tenantHash, principal);
@@ -129,17 +160,15 @@ export async function storeCrystal(
     return "parent_not_found";
   }
   const bytes = crystal.envelope.byteLength + crystal.summary.byteLength;
-  const tenantUsage = usageId("tenant", tenantHash);
-  const principalUsage = usageId("principal", principal);
   if (quotas !== null) {
     // A crystal already stored costs nothing more: only a new id is held to the quota.
     const existing = await store.get("crystals", crystalDocumentId(tenantHash, crystalId));
     if (existing === null) {
       for (const [kind, id, quotaBytes] of [
-        ["tenant", tenantUsage, quotas.tenantBytes],
-        ["principal", principalUsage, quotas.principalBytes],
+        ["tenant", tenantHash, quotas.tenantBytes],
+        ["principal", principal, quotas.principalBytes],
       ] as const) {
-        const usedBytes = usageBytes(await store.get("tenants", id));
+        const usedBytes = usageBytes(await store.get("tenants", usageId(kind, id)));
         if (usedBytes + bytes > quotaBytes) return { quotaExceeded: kind, quotaBytes, usedBytes };
       }
     }
@@ -155,10 +184,12 @@ export async function storeCrystal(
     crystal.envelope,
   );
   if (!written.created && !sameCrystal(written.stored, crystal.envelope)) return "crystal_conflict";
-  await store.create("crystals", `${lineagePrefix(tenantHash)}${crystalId}`, crystal.summary);
+  await store.create("crystals", lineageDocumentId(tenantHash, crystalId), crystal.summary);
   if (!written.created) return "unchanged";
-  await addUsage(store, tenantUsage, bytes);
-  await addUsage(store, principalUsage, bytes);
+  // A crash before this leaves the crystal unindexed; the expiry sweep adopts it.
+  await store.create("tenants", storedIndexId(utcDay(now), tenantHash, crystalId), EMPTY_OBJECT);
+  await addUsage(store, "tenant", tenantHash, bytes);
+  await addUsage(store, "principal", principal, bytes);
   return "created";
 }
 

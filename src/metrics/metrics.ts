@@ -56,7 +56,7 @@ export const PAYMENT_OUTCOMES = [
 ] as const;
 export type PaymentOutcome = (typeof PAYMENT_OUTCOMES)[number];
 
-export const STORE_OPERATIONS = ["get", "create", "replace", "list"] as const;
+export const STORE_OPERATIONS = ["get", "create", "replace", "delete", "list"] as const;
 export type StoreOperation = (typeof STORE_OPERATIONS)[number];
 /** `unavailable`: `DocumentStoreUnavailableError` (503 `store_unavailable`); else `other`. */
 export type StoreErrorKind = "unavailable" | "other";

@@ -30,6 +30,7 @@ export function observeDocumentStore(
     create: (collection, id, bytes) => counted("create", () => store.create(collection, id, bytes)),
     replace: (collection, id, expected, bytes) =>
       counted("replace", () => store.replace(collection, id, expected, bytes)),
+    delete: (collection, id) => counted("delete", () => store.delete(collection, id)),
     list: (collection, prefix) => counted("list", () => store.list(collection, prefix)),
     ...(store.space === undefined
       ? {}

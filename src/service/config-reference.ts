@@ -256,6 +256,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     processes: SERVE,
   },
   {
+    name: "CRYSTAL_TTL_DAYS",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.crystalTtlDays),
+    meaning:
+      "Whole days a crystal is kept after the service first stored it; `receiptd crystals expire` (run it daily) then removes it, its lineage entry and its quota bytes, once no younger crystal descends from it. 0: never.",
+    processes: ["serve", "cli"],
+  },
+  {
     name: "MAX_BATCH",
     group: "Access and limits",
     default: String(DEFAULT_LIMITS.maxBatch),

@@ -36,6 +36,11 @@ export interface ServiceLimits {
   crystalTenantQuotaBytes: number;
   /** Stored crystal bytes one principal may hold across its tenants (`CRYSTAL_KEY_QUOTA_BYTES`). */
   crystalPrincipalQuotaBytes: number;
+  /**
+   * `CRYSTAL_TTL_DAYS`: whole days a crystal is kept after it was first stored before
+   * `receiptd crystals expire` removes it (0: never); see src/crystals/expiry.ts.
+   */
+  crystalTtlDays: number;
   /** Bundles in one `POST /verify` batch. */
   maxBatch: number;
   /**
@@ -306,6 +311,9 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   // a disk in a day (issue 24: 280 MB a day each, 56 GB for 200 evaluation keys).
   crystalTenantQuotaBytes: 256 * MIB,
   crystalPrincipalQuotaBytes: 1024 * MIB,
+  // A quarter: long enough for an agent's working memory across a project, short enough that
+  // an abandoned tenant's bytes come back to the disk and to its owner's quota.
+  crystalTtlDays: 90,
   maxBatch: 50,
   // Room for the reference's answer to any single bundle of 10,000 `{}` receipts (3.7 MB).
   maxResultBytes: 4 * MIB,
@@ -473,6 +481,7 @@ function limitsFrom(env: Env): ServiceLimits {
       "CRYSTAL_KEY_QUOTA_BYTES",
       DEFAULT_LIMITS.crystalPrincipalQuotaBytes,
     ),
+    crystalTtlDays: integerFrom(env, "CRYSTAL_TTL_DAYS", DEFAULT_LIMITS.crystalTtlDays, 0, 36_500),
   };
 }
 

@@ -133,6 +133,18 @@ export async function replaceFile(
   await syncDirectory(dirname(path));
 }
 
+/** Removes `path` durably. Returns false when there was no such file. */
+export async function removeFile(path: string): Promise<boolean> {
+  try {
+    await unlink(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw error;
+  }
+  await syncDirectory(dirname(path));
+  return true;
+}
+
 /** The file's bytes, or null when there is no such file. */
 export async function readIfPresent(path: string): Promise<Buffer | null> {
   try {

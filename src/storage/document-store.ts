@@ -42,6 +42,12 @@ export interface DocumentStore {
     expected: Uint8Array | null,
     bytes: Uint8Array,
   ): Promise<boolean>;
+  /**
+   * Removes the document. Resolves true once the removal is durable, false when there was
+   * none. Only expiry removes documents (crystals past `CRYSTAL_TTL_DAYS`); every other
+   * document is kept for good.
+   */
+  delete(collection: CollectionName, id: string): Promise<boolean>;
   /** The collection's ids that start with `prefix` (default: all), sorted by code point. */
   list(collection: CollectionName, prefix?: string): Promise<string[]>;
   /**

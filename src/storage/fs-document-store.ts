@@ -11,7 +11,13 @@
 import { mkdir, readdir, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { compareCodePoints } from "../verifier/json/canonical.js";
-import { createFileOnce, readIfPresent, replaceFile, sweepTemporaryFiles } from "./atomic-file.js";
+import {
+  createFileOnce,
+  readIfPresent,
+  removeFile,
+  replaceFile,
+  sweepTemporaryFiles,
+} from "./atomic-file.js";
 import {
   type CollectionName,
   type CreateResult,
@@ -183,6 +189,13 @@ export class FsDocumentStore implements DocumentStore {
     } finally {
       if (this.#replacing.get(path) === settled) this.#replacing.delete(path);
     }
+  }
+
+  async delete(collection: CollectionName, id: string): Promise<boolean> {
+    const path = await this.#path(collection, id);
+    // After any replace in flight, so a removal is never undone by a write queued before it.
+    await this.#replacing.get(path);
+    return this.#write(() => removeFile(path));
   }
 
   async list(collection: CollectionName, prefix = ""): Promise<string[]> {

@@ -197,8 +197,8 @@ export class PgDocumentStore implements DocumentStore {
   async create(collection: CollectionName, id: string, bytes: Uint8Array): Promise<CreateResult> {
     checkId(id);
     // Two statements, not one: a SELECT inside the INSERT's statement would use a snapshot
-    // taken before a concurrent winner committed, and could see no row at all. Rows are never
-    // deleted, so the SELECT after a conflict finds the winner.
+    // taken before a concurrent winner committed, and could see no row at all. Only expiry
+    // deletes rows (old crystals), so the SELECT after a conflict finds the winner.
     const inserted = await this.#query(
       `INSERT INTO ${this.#table} (collection, id, body) VALUES ($1, $2, $3)
        ON CONFLICT (collection, id) DO NOTHING`,
@@ -231,6 +231,15 @@ export class PgDocumentStore implements DocumentStore {
              WHERE collection = $1 AND id = $2 AND body = $3`,
             [collection, id, asBuffer(expected), asBuffer(bytes)],
           );
+    return result.rowCount === 1;
+  }
+
+  async delete(collection: CollectionName, id: string): Promise<boolean> {
+    checkId(id);
+    const result = await this.#query(
+      `DELETE FROM ${this.#table} WHERE collection = $1 AND id = $2`,
+      [collection, id],
+    );
     return result.rowCount === 1;
   }
 

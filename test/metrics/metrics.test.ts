@@ -84,6 +84,7 @@ describe("metrics", () => {
         throw new RangeError("bad id");
       },
       replace: async () => true,
+      delete: async () => false,
       list: async () => ["a"],
       close: async () => {},
     };

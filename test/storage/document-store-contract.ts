@@ -109,5 +109,20 @@ export function documentStoreContract(name: string, open: () => Promise<StoreFix
       ]);
       assert.deepEqual(await store.list("anchors", "no-such-prefix"), []);
     });
+
+    test("delete removes once; the id can then be created again", async () => {
+      await store.create("crystals", "gone/a", bytes("first"));
+      await store.create("crystals", "gone/b", bytes("kept"));
+      assert.equal(await store.delete("crystals", "gone/a"), true);
+      assert.equal(await store.get("crystals", "gone/a"), null);
+      assert.equal(await store.delete("crystals", "gone/a"), false);
+      assert.equal(await store.delete("crystals", "never-stored"), false);
+      assert.deepEqual(await store.list("crystals", "gone/"), ["gone/b"]);
+      assert.equal((await store.create("crystals", "gone/a", bytes("second"))).created, true);
+      assert.equal(text(await store.get("crystals", "gone/a")), "second");
+      assert.equal(await store.replace("crystals", "gone/b", bytes("kept"), bytes("new")), true);
+      assert.equal(await store.delete("crystals", "gone/b"), true);
+      assert.equal(await store.replace("crystals", "gone/b", bytes("new"), bytes("x")), false);
+    });
   });
 }

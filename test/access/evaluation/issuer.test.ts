@@ -271,6 +271,7 @@ describe("EvaluationKeys", () => {
         throw new DocumentStoreUnavailableError("down");
       },
       replace: async () => false,
+      delete: async () => false,
       list: async () => [],
       close: async () => {},
     };

@@ -347,6 +347,7 @@ export async function crystalRoutes(app: FastifyInstance) {
 export function crystalsInfo(
   maxCiphertextBytes: number,
   quotas: { tenantBytes: number; principalBytes: number },
+  ttlDays: number,
 ) {
   return {
     specification: CRYSTAL_SPEC,
@@ -354,6 +355,7 @@ export function crystalsInfo(
     max_crystal_size_bytes: maxCiphertextBytes,
     quota_bytes_per_tenant: quotas.tenantBytes,
     quota_bytes_per_key: quotas.principalBytes,
+    ttl_days: ttlDays,
     isolation:
       "per tenant_hash: the first principal to write a tenant owns it and only it may write " +
       "there; reads need the tenant hash; another tenant's crystal and a missing one are the " +
@@ -370,6 +372,7 @@ export const crystalsInfoSchema = {
     "max_crystal_size_bytes",
     "quota_bytes_per_tenant",
     "quota_bytes_per_key",
+    "ttl_days",
     "isolation",
   ],
   properties: {
@@ -386,6 +389,12 @@ export const crystalsInfoSchema = {
     quota_bytes_per_key: {
       type: "integer",
       description: "stored bytes one principal (key, evaluation key, x402 payer) may hold",
+    },
+    ttl_days: {
+      type: "integer",
+      description:
+        "whole days a crystal is kept after it was first stored (0: never); a crystal goes " +
+        "only once no younger crystal descends from it, so lineages stay whole",
     },
     isolation: { type: "string" },
   },

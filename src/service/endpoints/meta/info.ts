@@ -267,10 +267,14 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
         outcomes: OUTCOME_TABLE,
         validator_address: app.validatorAddress,
       },
-      crystals: crystalsInfo(limits.maxCrystalCiphertextBytes, {
-        tenantBytes: limits.crystalTenantQuotaBytes,
-        principalBytes: limits.crystalPrincipalQuotaBytes,
-      }),
+      crystals: crystalsInfo(
+        limits.maxCrystalCiphertextBytes,
+        {
+          tenantBytes: limits.crystalTenantQuotaBytes,
+          principalBytes: limits.crystalPrincipalQuotaBytes,
+        },
+        limits.crystalTtlDays,
+      ),
       limits: {
         max_body_bytes: limits.maxBodyBytes,
         max_anonymous_body_bytes: limits.maxAnonymousBodyBytes,

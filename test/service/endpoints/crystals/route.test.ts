@@ -19,6 +19,7 @@ import {
   tenantHashOf,
 } from "../../../../src/crystals/client.js";
 import { CRYSTAL_CIPHERS } from "../../../../src/crystals/envelope.js";
+import { expireCrystals } from "../../../../src/crystals/expiry.js";
 import {
   PythonBase64Error,
   pythonUrlsafeB64decode,
@@ -787,6 +788,7 @@ describe("memory crystals", () => {
         max_crystal_size_bytes: 2 * MIB,
         quota_bytes_per_tenant: 256 * MIB,
         quota_bytes_per_key: 1024 * MIB,
+        ttl_days: 90,
         isolation:
           "per tenant_hash: the first principal to write a tenant owns it and only it may write " +
           "there; reads need the tenant hash; another tenant's crystal and a missing one are the " +
@@ -803,6 +805,36 @@ describe("memory crystals", () => {
       assert.ok(document.paths["/crystals/lineage"]?.get?.description);
       const result = await new Validator().validate(structuredClone(document));
       assert.deepEqual(result, { valid: true });
+    });
+  });
+
+  // Last: it expires every crystal this service holds.
+  describe("after expiry (issue 24)", () => {
+    test("an expired chain is gone from GET and the lineage; its parent cannot be named", async () => {
+      const tenant = freshTenant();
+      const root = seal(tenant);
+      const child = seal(tenant, { parentCrystalId: root.crystal_id });
+      await created(root);
+      await created(child);
+      const report = await expireCrystals(service.app.documentStore, {
+        ttlDays: 1,
+        now: new Date(Date.now() + 3 * 86_400_000),
+      });
+      assert.equal(report.expired >= 2, true);
+      assert.equal((await getCrystal(root.crystal_id, tenant)).statusCode, 404);
+      assert.equal((await getCrystal(child.crystal_id, tenant)).statusCode, 404);
+      const listed = await lineage(tenant);
+      assert.equal(listed.statusCode, 200);
+      assert.deepEqual(listed.json(), {
+        tenant_hash: tenant,
+        count: 0,
+        crystals: [],
+        roots: [],
+        heads: [],
+      });
+      assert.equal((await post({ ...child })).statusCode, 422);
+      await created(root);
+      assert.equal((await post({ ...child })).statusCode, 201);
     });
   });
 });
