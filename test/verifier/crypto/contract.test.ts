@@ -40,30 +40,13 @@ import {
   corpusValue,
   type HostileIndex,
 } from "../../support/corpus.js";
+import { L, le32, leToBigint, P } from "../../support/ed25519-numbers.js";
 
 const sodiumCrypto = loadSodiumCrypto().crypto;
 assert.ok(sodiumCrypto !== null, "sodium-native loads on the platforms receiptd is tested on");
 const IMPLEMENTATIONS: readonly VerifierCrypto[] = [sodiumCrypto, nodeCrypto, nobleCrypto];
 
 const { Point } = ed25519;
-const L = 2n ** 252n + 27742317777372353535851937790883648493n;
-const P = 2n ** 255n - 19n;
-
-function le32(value: bigint): Uint8Array {
-  const out = new Uint8Array(32);
-  let rest = value;
-  for (let i = 0; i < 32; i++) {
-    out[i] = Number(rest & 0xffn);
-    rest >>= 8n;
-  }
-  return out;
-}
-
-function leToBigint(bytes: Uint8Array): bigint {
-  let value = 0n;
-  for (let i = bytes.length - 1; i >= 0; i--) value = (value << 8n) | BigInt(bytes[i]!);
-  return value;
-}
 
 const hex = (text: string) => Uint8Array.from(Buffer.from(text, "hex"));
 const concat = (...parts: Uint8Array[]) => Uint8Array.from(Buffer.concat(parts));

@@ -30,28 +30,11 @@ import {
 } from "../../../src/verifier/crypto/node.js";
 import type { Ed25519Verifier } from "../../../src/verifier/crypto/provider.js";
 import { loadSodiumCrypto } from "../../../src/verifier/crypto/sodium.js";
+import { L, le32, leToBigint, P } from "../../support/ed25519-numbers.js";
 
 const { Point } = ed25519;
-const L = 2n ** 252n + 27742317777372353535851937790883648493n;
-const P = 2n ** 255n - 19n;
 const PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
 const SPKI_PREFIX_LENGTH = 12;
-
-function le32(value: bigint): Buffer {
-  const out = Buffer.alloc(32);
-  let rest = value;
-  for (let i = 0; i < 32; i++) {
-    out[i] = Number(rest & 0xffn);
-    rest >>= 8n;
-  }
-  return out;
-}
-
-function leToBigint(bytes: Uint8Array): bigint {
-  let value = 0n;
-  for (let i = bytes.length - 1; i >= 0; i--) value = (value << 8n) | BigInt(bytes[i]!);
-  return value;
-}
 
 /** A deterministic byte stream: SHA-512 of the seed and a counter. */
 class Stream {

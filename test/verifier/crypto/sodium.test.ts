@@ -20,19 +20,9 @@ import {
   platformEd25519Sign,
 } from "../../../src/verifier/crypto/platform.js";
 import { loadSodiumCrypto } from "../../../src/verifier/crypto/sodium.js";
+import { le32, P } from "../../support/ed25519-numbers.js";
 
-const P = 2n ** 255n - 19n;
 const PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
-
-function le32(value: bigint): Buffer {
-  const out = Buffer.alloc(32);
-  let rest = value;
-  for (let i = 0; i < 32; i++) {
-    out[i] = Number(rest & 0xffn);
-    rest >>= 8n;
-  }
-  return out;
-}
 
 describe("loading sodium-native", () => {
   test("on this platform the server verifies with libsodium", () => {
