@@ -163,16 +163,13 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
           detail: WRITE_FAILED,
           log: "anchor store job failed",
         },
-      });
-      if (stored === null) {
-        // A 503 is retried: its charge is given back, so the retry is the one that pays.
-        if (reply.statusCode === 503) {
-          await addUsage(...usage, -proofBytes).catch((error: unknown) => {
+        // A 503 is retried: its charge is given back first, so the retry is the one that pays.
+        undo: () =>
+          addUsage(...usage, -proofBytes).catch((error: unknown) => {
             request.log.warn({ err: error }, "anchor quota charge not given back");
-          });
-        }
-        return reply;
-      }
+          }),
+      });
+      if (stored === null) return reply;
       const { outcome, status, bytes } = stored;
       return reply.code(200).send({ stored: true, digest, status, bytes, outcome });
     },
