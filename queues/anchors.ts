@@ -8,6 +8,9 @@
  * - a proof with strictly more attestations (an upgraded proof) → replace the document,
  *   compare-and-set, re-deciding after losing a race;
  * - any other proof → the stored document is kept.
+ *
+ * The collection also holds the anchor quota usage (`usage/principal/<principal>`, charged by
+ * the route before a job is queued; src/storage/usage.ts), under ids no digest can take.
  */
 import type { CollectionName, DocumentStore } from "../src/storage/document-store.js";
 import type { AnchorStatus, Attestation } from "../src/verifier/anchor/index.js";

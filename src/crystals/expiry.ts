@@ -12,14 +12,15 @@
  * create raises it after: a crash errs by one crystal in the writer's favour.
  */
 import type { DocumentStore } from "../storage/document-store.js";
+import { addUsage } from "../storage/usage.js";
 import { readSummary } from "./lineage.js";
 import {
-  addUsage,
   crystalDocumentId,
   LINEAGE_PREFIX,
   lineageDocumentId,
   STORED_PREFIX,
   storedIndexId,
+  USAGE_COLLECTION,
   utcDay,
 } from "./store.js";
 
@@ -145,8 +146,9 @@ async function expireTenant(
     report.freedBytes += bytes;
     if (dryRun) continue;
     if (bytes > 0) {
-      await addUsage(store, "tenant", tenantHash, -bytes);
-      if (typeof owner === "string") await addUsage(store, "principal", owner, -bytes);
+      await addUsage(store, USAGE_COLLECTION, "tenant", tenantHash, -bytes);
+      if (typeof owner === "string")
+        await addUsage(store, USAGE_COLLECTION, "principal", owner, -bytes);
     }
     await store.delete("crystals", summaryId);
     await store.delete("crystals", envelopeId);

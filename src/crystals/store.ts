@@ -21,6 +21,7 @@
  */
 import type { Principal } from "../access/principal.js";
 import type { DocumentStore } from "../storage/document-store.js";
+import { addUsage, readUsage } from "../storage/usage.js";
 import { dumpCompact } from "../verifier/json/dump.js";
 import { sameCrystal } from "./envelope.js";
 
@@ -57,42 +58,13 @@ export interface CrystalQuotas {
 }
 
 /**
- * Usage documents, in `tenants` beside the tenant records (`usage/…` ids cannot collide with a
- * `sha256:` tenant hash): `{"bytes": n}`, the envelope and summary bytes stored. They are
- * raised after a crystal is created, by compare-and-set, so concurrent writers add up; a crash
+ * Crystal usage lives in `tenants` beside the tenant records (src/storage/usage.ts): the
+ * envelope and summary bytes stored. It is raised after a crystal is created, so a crash
  * between the create and the raise leaves the usage short by one crystal, in the writer's
  * favour. Concurrent writes near the limit can overshoot it by what is in flight at once.
  */
-const USAGE_PREFIX = "usage/";
-const USAGE_ATTEMPTS = 20;
+export const USAGE_COLLECTION = "tenants";
 const EMPTY_OBJECT = Buffer.from("{}", "utf8");
-
-function usageId(kind: "tenant" | "principal", name: string): string {
-  return `${USAGE_PREFIX}${kind}/${name}`;
-}
-
-function usageBytes(document: Uint8Array | null): number {
-  if (document === null) return 0;
-  const parsed = JSON.parse(Buffer.from(document).toString("utf8")) as { bytes?: unknown };
-  return typeof parsed.bytes === "number" ? parsed.bytes : 0;
-}
-
-/** Adds `bytes` (negative: frees them, never below zero) to a usage document. */
-export async function addUsage(
-  store: DocumentStore,
-  kind: "tenant" | "principal",
-  name: string,
-  bytes: number,
-): Promise<void> {
-  const id = usageId(kind, name);
-  for (let attempt = 0; attempt < USAGE_ATTEMPTS; attempt += 1) {
-    const current = await store.get("tenants", id);
-    const total = Math.max(0, usageBytes(current) + bytes);
-    const next = Buffer.from(dumpCompact({ bytes: total }), "utf8");
-    if (await store.replace("tenants", id, current, next)) return;
-  }
-  throw new Error("crystal usage could not be updated: too many concurrent writers");
-}
 
 export const LINEAGE_PREFIX = "lineage/";
 /** Prefix of the expiry index in `tenants`: `stored/<day>/<tenant_hash>/<crystal_id>`. */
@@ -168,7 +140,7 @@ export async function storeCrystal(
         ["tenant", tenantHash, quotas.tenantBytes],
         ["principal", principal, quotas.principalBytes],
       ] as const) {
-        const usedBytes = usageBytes(await store.get("tenants", usageId(kind, id)));
+        const usedBytes = await readUsage(store, USAGE_COLLECTION, kind, id);
         if (usedBytes + bytes > quotaBytes) return { quotaExceeded: kind, quotaBytes, usedBytes };
       }
     }
@@ -188,8 +160,8 @@ export async function storeCrystal(
   if (!written.created) return "unchanged";
   // A crash before this leaves the crystal unindexed; the expiry sweep adopts it.
   await store.create("tenants", storedIndexId(utcDay(now), tenantHash, crystalId), EMPTY_OBJECT);
-  await addUsage(store, "tenant", tenantHash, bytes);
-  await addUsage(store, "principal", principal, bytes);
+  await addUsage(store, USAGE_COLLECTION, "tenant", tenantHash, bytes);
+  await addUsage(store, USAGE_COLLECTION, "principal", principal, bytes);
   return "created";
 }
 

@@ -256,6 +256,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     processes: SERVE,
   },
   {
+    name: "ANCHOR_KEY_QUOTA_BYTES",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.anchorPrincipalQuotaBytes),
+    meaning:
+      "Proof bytes one principal (API key, evaluation key, x402 payer) may submit to `POST /anchors`, charged per accepted submission; past it `403 anchor_quota_exceeded`. 0: no anchors.",
+    processes: SERVE,
+  },
+  {
     name: "CRYSTAL_TTL_DAYS",
     group: "Access and limits",
     default: String(DEFAULT_LIMITS.crystalTtlDays),

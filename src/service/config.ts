@@ -37,6 +37,11 @@ export interface ServiceLimits {
   /** Stored crystal bytes one principal may hold across its tenants (`CRYSTAL_KEY_QUOTA_BYTES`). */
   crystalPrincipalQuotaBytes: number;
   /**
+   * Proof bytes one principal may submit to `POST /anchors` (`ANCHOR_KEY_QUOTA_BYTES`). Anchors
+   * have no tenant, so the principal is the only owner a quota can name.
+   */
+  anchorPrincipalQuotaBytes: number;
+  /**
    * `CRYSTAL_TTL_DAYS`: whole days a crystal is kept after it was first stored before
    * `receiptd crystals expire` removes it (0: never); see src/crystals/expiry.ts.
    */
@@ -311,6 +316,9 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   // a disk in a day (issue 24: 280 MB a day each, 56 GB for 200 evaluation keys).
   crystalTenantQuotaBytes: 256 * MIB,
   crystalPrincipalQuotaBytes: 1024 * MIB,
+  // A proof is a few hundred bytes to a few KiB: tens of thousands of anchors per key, while
+  // 200 evaluation keys together hold at most 12.5 GiB.
+  anchorPrincipalQuotaBytes: 64 * MIB,
   // A quarter: long enough for an agent's working memory across a project, short enough that
   // an abandoned tenant's bytes come back to the disk and to its owner's quota.
   crystalTtlDays: 90,
@@ -480,6 +488,10 @@ function limitsFrom(env: Env): ServiceLimits {
     crystalPrincipalQuotaBytes: cap(
       "CRYSTAL_KEY_QUOTA_BYTES",
       DEFAULT_LIMITS.crystalPrincipalQuotaBytes,
+    ),
+    anchorPrincipalQuotaBytes: cap(
+      "ANCHOR_KEY_QUOTA_BYTES",
+      DEFAULT_LIMITS.anchorPrincipalQuotaBytes,
     ),
     crystalTtlDays: integerFrom(env, "CRYSTAL_TTL_DAYS", DEFAULT_LIMITS.crystalTtlDays, 0, 36_500),
   };

@@ -106,6 +106,7 @@ export const ERROR_STATUS = {
   origin_not_allowed: 403,
   tenant_forbidden: 403,
   crystal_quota_exceeded: 403,
+  anchor_quota_exceeded: 403,
   // 404/405/406/408/409/413/415/417/422/429/431.
   not_found: 404,
   no_document: 404,

@@ -23,6 +23,8 @@ export interface DurableWrite<Payload extends JsonData> {
   pending: Record<string, string>;
   /** The 503's stable code and detail, and the (content-free) log message. */
   unavailable: { error: ErrorCode; detail: string; log: string };
+  /** Undoes what the route did before submitting (a quota charge), before the 503 is sent. */
+  undo?: () => Promise<void>;
 }
 
 /**
@@ -42,6 +44,7 @@ export async function submitDurably<Payload extends JsonData, Result extends Jso
   } catch (error) {
     if (!(error instanceof JobFailedError || error instanceof QueueClosedError)) throw error;
     request.log.error({ err: error.cause ?? error }, write.unavailable.log);
+    await write.undo?.();
     sendAnswer(
       reply.header("retry-after", "1"),
       errorAnswer(write.unavailable.error, { detail: write.unavailable.detail }),

@@ -5,7 +5,8 @@
 import type { FastifyInstance } from "fastify";
 import { ANCHOR_DIGEST_PATTERN, anchorId } from "../../../../queues/anchors.js";
 import { DocumentStoreUnavailableError } from "../../../storage/document-store.js";
-import { ServiceError, sendAnswer } from "../../errors.js";
+import { addUsage, chargeUsage } from "../../../storage/usage.js";
+import { errorAnswer, ServiceError, sendAnswer } from "../../errors.js";
 import { clientGone } from "../../http/client-gone.js";
 import { submitDurably } from "../../http/durable-write.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
@@ -24,6 +25,11 @@ const DEFAULT_STORE_WAIT_MS = 10_000;
 const DIGEST_DETAIL = "digest must be sha256: and 64 hex digits";
 
 const STORE_UNAVAILABLE = "anchor_store_unavailable";
+/**
+ * Anchor usage lives in `anchors` beside the proofs (src/storage/usage.ts), under ids that
+ * `GET /anchors/{digest}` can never name.
+ */
+const USAGE_COLLECTION = "anchors";
 const WRITE_FAILED = "the anchor store could not complete the write; nothing is half-stored, retry";
 const READ_FAILED = "the anchor store cannot be read right now, retry";
 
@@ -66,6 +72,17 @@ const postAnchorSchema = {
         "with the anchor `code` (verifier.md §8.4)",
       properties: { ...errorResponseSchema.properties, code: { type: "string" } },
     },
+    403: {
+      ...errorResponseSchema,
+      description:
+        "anchor_quota_exceeded: this principal's proof bytes (`limit`, ANCHOR_KEY_QUOTA_BYTES, " +
+        "GET /info) are used up; `held` is what it has submitted",
+      properties: {
+        ...errorResponseSchema.properties,
+        limit: { type: "integer" },
+        held: { type: "integer" },
+      },
+    },
     ...commonErrorResponses,
   },
 } as const;
@@ -106,6 +123,7 @@ const getAnchorSchema = {
 
 export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOptions) {
   const storeWaitMs = options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS;
+  const quotaBytes = app.serviceConfig.limits.anchorPrincipalQuotaBytes;
 
   app.post(
     "/anchors",
@@ -116,7 +134,24 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
         clientGone: clientGone(reply),
       });
       if (!("kind" in prepared)) return sendAnswer(reply, prepared);
-      const { digest } = prepared.job;
+      const { digest, proof } = prepared.job;
+      // Anchors have no owner, and a job is shared by everyone posting the same proof, so
+      // each submission is charged to its principal before it is queued.
+      const proofBytes = Buffer.byteLength(proof, "base64");
+      const usage = [app.documentStore, USAGE_COLLECTION, "principal", request.principal] as const;
+      let held: number | null;
+      try {
+        held = await chargeUsage(...usage, proofBytes, quotaBytes);
+      } catch (error) {
+        if (!(error instanceof DocumentStoreUnavailableError)) throw error;
+        reply.header("retry-after", "1");
+        throw new ServiceError(STORE_UNAVAILABLE, { detail: WRITE_FAILED });
+      }
+      if (held !== null) {
+        const detail = `this principal has submitted ${held} bytes of anchor proofs; this one is ${proofBytes} and the quota is ${quotaBytes} (ANCHOR_KEY_QUOTA_BYTES)`;
+        const refusal = { detail, limit: quotaBytes, held };
+        return sendAnswer(reply, errorAnswer("anchor_quota_exceeded", refusal));
+      }
       const stored = await submitDurably(request, reply, app.anchorsQueue, {
         jobId: prepared.jobId,
         job: prepared.job,
@@ -128,6 +163,11 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
           detail: WRITE_FAILED,
           log: "anchor store job failed",
         },
+        // A 503 is retried: its charge is given back first, so the retry is the one that pays.
+        undo: () =>
+          addUsage(...usage, -proofBytes).catch((error: unknown) => {
+            request.log.warn({ err: error }, "anchor quota charge not given back");
+          }),
       });
       if (stored === null) return reply;
       const { outcome, status, bytes } = stored;

@@ -130,6 +130,12 @@ const infoSchema = {
               description:
                 "POST /crystals bodies one key may send at once; more: 429 too_many_uploads",
             },
+            anchor_quota_bytes_per_key: {
+              type: "integer",
+              description:
+                "proof bytes one principal (key, evaluation key, x402 payer) may submit to " +
+                "POST /anchors, each accepted submission charged; more: 403 anchor_quota_exceeded",
+            },
             max_batch: { type: "integer" },
             max_result_bytes: {
               type: "integer",
@@ -279,6 +285,7 @@ export async function infoRoutes(app: FastifyInstance, options: InfoRoutesOption
         max_body_bytes: limits.maxBodyBytes,
         max_anonymous_body_bytes: limits.maxAnonymousBodyBytes,
         max_crystal_uploads_per_key: limits.maxCrystalUploadsPerKey,
+        anchor_quota_bytes_per_key: limits.anchorPrincipalQuotaBytes,
         max_batch: limits.maxBatch,
         max_result_bytes: limits.maxResultBytes,
         cpu_task_deadline_ms: app.serviceConfig.cpuPool.taskDeadlineMs,

@@ -1,9 +1,12 @@
 /** Anchor hosting (service.md §2): `POST /anchors` through the anchors queue, `GET /anchors/{digest}`. */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { type AnchorJob, anchorsProcessor } from "../../../../queues/anchors.js";
+import { keyPrincipal } from "../../../../src/access/principal.js";
 import { prepareAnchorPost } from "../../../../src/service/endpoints/anchors/answer.js";
+import { readUsage } from "../../../../src/storage/usage.js";
 import { corpusBytes } from "../../../support/corpus.js";
 import { otsProof, pendingProof, sha256, upgradedProof } from "../../../support/ots.js";
 import { startTestService, type TestService } from "../../support/service.js";
@@ -467,5 +470,119 @@ describe("anchor hosting", () => {
       "500",
       "503",
     ]);
+  });
+});
+
+describe("anchor quotas (issue 24)", () => {
+  // Every pending proof has the same length: room for two per principal, not three.
+  const proofLength = pendingProof(sha256("length")).length;
+  const quota = 2 * proofLength + Math.floor(proofLength / 2);
+  let service: TestService;
+  let base: string;
+  const key = async (dailyCap = 1000) => {
+    const created = await service.app.accessServices.keys.create({
+      name: `anchors-quota-${++counter}`,
+      dailyCap,
+    });
+    return { key: created.key, principal: keyPrincipal(created.record.id) };
+  };
+  const send = async (path: string, who: string, payload: unknown) => {
+    const response = await fetch(`${base}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-svc-key": who },
+      body: JSON.stringify(payload),
+    });
+    return {
+      statusCode: response.status,
+      json: (await response.json()) as Record<string, unknown>,
+    };
+  };
+  const postAnchor = (who: string, digest: { bytes: Buffer; id: string }) =>
+    send("/anchors", who, { digest: digest.id, proof: b64(pendingProof(digest.bytes)) });
+  const held = (principal: string) =>
+    readUsage(service.app.documentStore, "anchors", "principal", principal);
+
+  before(async () => {
+    service = await startTestService({ limits: { anchorPrincipalQuotaBytes: quota } });
+    await service.app.listen({ port: 0, host: "127.0.0.1" });
+    base = `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`;
+  });
+  after(() => service.close());
+
+  test("/info publishes the quota", async () => {
+    const info = (await (await fetch(`${base}/info`)).json()) as {
+      limits: { anchor_quota_bytes_per_key: number };
+    };
+    assert.equal(info.limits.anchor_quota_bytes_per_key, quota);
+  });
+
+  test("a principal past its quota is refused with the limit, before anything is queued; another is not", async () => {
+    const alice = await key();
+    const bob = await key();
+    assert.equal((await postAnchor(alice.key, freshDigest())).statusCode, 200);
+    assert.equal((await postAnchor(alice.key, freshDigest())).statusCode, 200);
+    const third = freshDigest();
+    const refused = await postAnchor(alice.key, third);
+    assert.equal(refused.statusCode, 403);
+    assert.equal(refused.json.error, "anchor_quota_exceeded");
+    assert.equal(refused.json.limit, quota);
+    assert.equal(refused.json.held, 2 * proofLength);
+    assert.match(String(refused.json.detail), /ANCHOR_KEY_QUOTA_BYTES/);
+    assert.equal((await fetch(`${base}/anchors/${third.id}`)).status, 404);
+    assert.equal(await held(alice.principal), 2 * proofLength);
+
+    assert.equal((await postAnchor(bob.key, third)).statusCode, 200);
+    assert.equal(await held(bob.principal), proofLength);
+  });
+
+  test("an identical proof posted by two principals at once charges both", async () => {
+    const carol = await key();
+    const dave = await key();
+    const shared = freshDigest();
+    const answers = await Promise.all([
+      postAnchor(carol.key, shared),
+      postAnchor(dave.key, shared),
+    ]);
+    assert.deepEqual(
+      answers.map((answer) => answer.statusCode),
+      [200, 200],
+    );
+    assert.equal(await held(carol.principal), proofLength);
+    assert.equal(await held(dave.principal), proofLength);
+  });
+
+  test("a write the store could not complete (503) gives its charge back", async () => {
+    const frank = await key();
+    const store = service.app.documentStore;
+    const create = store.create;
+    store.create = async () => {
+      throw new Error("disk failure");
+    };
+    try {
+      assert.equal((await postAnchor(frank.key, freshDigest())).statusCode, 503);
+    } finally {
+      store.create = create;
+    }
+    assert.equal(await held(frank.principal), 0);
+  });
+
+  test("refusals are not charged against the daily cap", async () => {
+    // Two stored anchors and one verification fill a cap of 3; two refusals in between must not.
+    const erin = await key(3);
+    assert.equal((await postAnchor(erin.key, freshDigest())).statusCode, 200);
+    assert.equal((await postAnchor(erin.key, freshDigest())).statusCode, 200);
+    assert.equal((await postAnchor(erin.key, freshDigest())).statusCode, 403);
+    assert.equal((await postAnchor(erin.key, freshDigest())).statusCode, 403);
+    const digest = freshDigest();
+    const verified = await send("/verify-anchor", erin.key, {
+      digest: digest.id,
+      proof: b64(pendingProof(digest.bytes)),
+    });
+    assert.equal(verified.statusCode, 200, JSON.stringify(verified.json));
+    const capped = await send("/verify-anchor", erin.key, {
+      digest: digest.id,
+      proof: b64(pendingProof(digest.bytes)),
+    });
+    assert.equal(capped.statusCode, 429);
   });
 });
