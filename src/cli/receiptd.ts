@@ -47,6 +47,13 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
     run: async (argv) =>
       (await import("./continuity-receipt-anchor.js")).main(argv, processIo, "receiptd anchor"),
   },
+  notarization: {
+    summary:
+      "check a context notarization offline: claims, signature, issuer, digest (exit 0 iff valid)",
+    usage:
+      "receiptd notarization verify <file> [--key DID]... [--revocations P|URL]... [--expect-digest D]",
+    run: async (argv) => (await import("./notarization.js")).main(argv),
+  },
   revocations: {
     summary: "import a revocation document into the store served at /revocations/{issuer}",
     usage: "receiptd revocations import FILE",

@@ -1,6 +1,6 @@
 /**
  * Durable documents (architecture.md): anchors, revocation documents, settlement receipts,
- * crystals, API keys. Each lives in a collection under an id, as the exact bytes that are
+ * crystals, API keys, notarizations. Each lives in a collection under an id, as the exact bytes that are
  * served back, so ETags derived from them are stable. Embedded mode keeps them in files
  * (`FsDocumentStore`); distributed mode in PostgreSQL. Routes and processors see only this
  * interface.
@@ -13,7 +13,8 @@ export type CollectionName =
   | "settlements"
   | "crystals"
   | "tenants"
-  | "keys";
+  | "keys"
+  | "notarizations";
 
 export interface CreateResult {
   /** True when this call stored the document; false when one was already there. */
@@ -27,8 +28,8 @@ export interface DocumentStore {
   get(collection: CollectionName, id: string): Promise<Uint8Array | null>;
   /**
    * Stores `bytes` under `id` unless a document is already there (the idempotent write of
-   * every business key: anchor digest, settlement tx, crystal id, key hash). Resolves only
-   * once the write is durable.
+   * every business key: anchor digest, settlement tx, crystal id, key hash, notarization
+   * digest). Resolves only once the write is durable.
    */
   create(collection: CollectionName, id: string, bytes: Uint8Array): Promise<CreateResult>;
   /**

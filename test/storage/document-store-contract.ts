@@ -5,7 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import {
+  issueNotarization,
+  parseNotarizationRequest,
+  readNotarization,
+  storeNotarization,
+} from "../../src/notarization/index.js";
 import type { DocumentStore } from "../../src/storage/document-store.js";
+import { signerFromSeed } from "../../src/verifier/crypto/ed25519.js";
 
 export interface StoreFixture {
   store: DocumentStore;
@@ -95,6 +102,27 @@ export function documentStoreContract(name: string, open: () => Promise<StoreFix
       await store.create("tenants", "shared-id", bytes("tenant"));
       assert.equal(text(await store.get("keys", "shared-id")), "key");
       assert.equal(text(await store.get("tenants", "shared-id")), "tenant");
+      await store.create("notarizations", "shared-id", bytes("notarization"));
+      assert.equal(text(await store.get("notarizations", "shared-id")), "notarization");
+    });
+
+    test("notarizations: one document per statement digest, kept by the first write", async () => {
+      const signer = signerFromSeed(new Uint8Array(32).fill(5));
+      const issued = issueNotarization(
+        parseNotarizationRequest(new Map([["prompt_hash", "AB".repeat(32)]])),
+        signer,
+        { now: () => new Date("2026-11-26T12:00:00Z") },
+      );
+      const first = await storeNotarization(store, issued, "svc", new Date("2026-11-26T12:00:00Z"));
+      const retry = await storeNotarization(store, issued, "svc", new Date("2026-11-26T12:00:09Z"));
+      assert.deepEqual([first.created, retry.created], [true, false]);
+      assert.equal(text(retry.stored), text(first.stored));
+      assert.deepEqual(await store.list("notarizations", "sha256:"), [issued.digest]);
+      const hex = issued.digest.slice("sha256:".length);
+      assert.equal(text(await readNotarization(store, hex.toUpperCase())), text(first.stored));
+      await assert.rejects(readNotarization(store, "ff".repeat(32)), {
+        code: "notarization_not_found",
+      });
     });
 
     test("list filters by prefix and sorts by code point", async () => {
