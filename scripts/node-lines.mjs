@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// The supported Node LTS lines beyond the one running CI: for each, the unit lane and the
-// served smoke test (scripts/smoke.mjs) on that Node. `.ci/run` runs it after `npm test`.
+// The supported Node LTS lines beyond the one running CI: for each, the unit lane, the
+// served smoke test (scripts/smoke.mjs) and the MCP conformance scenarios that apply
+// (scripts/mcp-conformance.mjs, which needs Node 22 or later) on that Node. `.ci/run` runs it
+// after `npm test`.
 //
 //   node scripts/node-lines.mjs [--lines 22,24] [--dir DIR]
 //
@@ -74,12 +76,19 @@ for (const line of lines) {
     continue;
   }
   const version = spawnSync(node, ["--version"], { encoding: "utf8" }).stdout.trim();
-  console.log(`\n=== node ${version}: unit lane, then the served smoke test`);
+  console.log(`\n=== node ${version}: unit lane, the served smoke test, MCP conformance`);
   const unit = step(node, ["scripts/run-tests.mjs", "--lane", "unit"]);
   const smoke = step(node, ["scripts/smoke.mjs"]);
   const word = (result) => `${result.ok ? "pass" : "FAIL"} (${result.seconds} s)`;
-  summary.push(`node ${version}: unit lane ${word(unit)}, smoke ${word(smoke)}`);
-  if (!unit.ok || !smoke.ok) process.exitCode = 1;
+  const results = [`unit lane ${word(unit)}`, `smoke ${word(smoke)}`];
+  const ok = [unit.ok, smoke.ok];
+  if (Number(line) >= 22) {
+    const mcp = step(node, ["scripts/mcp-conformance.mjs"]);
+    results.push(`MCP conformance ${word(mcp)}`);
+    ok.push(mcp.ok);
+  }
+  summary.push(`node ${version}: ${results.join(", ")}`);
+  if (ok.includes(false)) process.exitCode = 1;
 }
 console.log(`\n${summary.map((text) => `node-lines: ${text}`).join("\n")}`);
 if (summary.some((text) => text.includes("not installed"))) process.exitCode = 1;

@@ -26,12 +26,56 @@ export interface ToolDefinition {
    * can validate it: the response schemas of the tool's HTTP endpoint, the same objects.
    */
   outputSchema: { type: "object"; [keyword: string]: unknown };
-  /** Hints for clients: every tool only reads, and none reaches outside the service. */
-  annotations: {
-    readOnlyHint: true;
-    destructiveHint: false;
-    idempotentHint: true;
-    openWorldHint: false;
+  /** Derived from the tool's row in `TOOL_BEHAVIOURS`, never written by hand. */
+  annotations: ToolAnnotations;
+}
+
+/** MCP's tool annotations (2025-06-18), all of them stated: the spec's defaults are unsafe. */
+export interface ToolAnnotations {
+  title: string;
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/**
+ * What a tool does to the service's state, which alone decides its hints:
+ * - `reads`: answers from its arguments and the stores, and changes nothing;
+ * - `writes`: stores a new record on every call and never changes or removes one (a repeated
+ *   call stores another, with its own `issued_at`).
+ */
+export type ToolBehaviour = "reads" | "writes";
+
+/**
+ * The hints each behaviour means, decided here once. No tool reaches outside the service
+ * (`openWorldHint: false`): they act on their arguments and the service's own stores; even
+ * `verify_anchor` checks the block headers it is given and asks no chain.
+ */
+export const BEHAVIOUR_HINTS: Readonly<
+  Record<ToolBehaviour, Readonly<Omit<ToolAnnotations, "title">>>
+> = {
+  reads: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  // Adds, never overwrites: not destructive; but a repeat is a new record, so not idempotent.
+  writes: {
+    readOnlyHint: false,
+    destructiveHint: false,
+    idempotentHint: false,
+    openWorldHint: false,
+  },
+};
+
+/** Each tool's behaviour: a new tool cannot be listed without a row here. */
+export const TOOL_BEHAVIOURS: Readonly<Record<ToolName, ToolBehaviour>> = {
+  verify_bundle: "reads",
+  verify_anchor: "reads",
+  get_revocations: "reads",
+};
+
+function withAnnotations(tool: Omit<ToolDefinition, "annotations">): ToolDefinition {
+  return {
+    ...tool,
+    annotations: { title: tool.title, ...BEHAVIOUR_HINTS[TOOL_BEHAVIOURS[tool.name]] },
   };
 }
 
@@ -43,18 +87,11 @@ function bodyOrError(description: string, body: object): ToolDefinition["outputS
   return { type: "object", description, anyOf: [body, errorResponseSchema] };
 }
 
-const annotations: ToolDefinition["annotations"] = {
-  readOnlyHint: true,
-  destructiveHint: false,
-  idempotentHint: true,
-  openWorldHint: false,
-};
-
 /*
  * Argument schemas check types only. Finer rules (digest and header forms, issuer form) are
  * the endpoints' own, so a tool answers exactly what its HTTP endpoint answers.
  */
-export const TOOLS: readonly ToolDefinition[] = [
+const TOOL_SPECS: readonly Omit<ToolDefinition, "annotations">[] = [
   {
     name: "verify_bundle",
     title: "Verify a Continuity Receipt bundle",
@@ -82,7 +119,6 @@ export const TOOLS: readonly ToolDefinition[] = [
     },
     // A bad bundle is a verdict and bad arguments are -32602: this tool has no failures.
     outputSchema: verdictPayloadSchema,
-    annotations,
   },
   {
     name: "verify_anchor",
@@ -110,7 +146,6 @@ export const TOOLS: readonly ToolDefinition[] = [
       "POST /verify-anchor's 200 body (an AnchorResult with `service`), or its 400 body",
       anchorResultSchema,
     ),
-    annotations,
   },
   {
     name: "get_revocations",
@@ -131,9 +166,10 @@ export const TOOLS: readonly ToolDefinition[] = [
       "GET /revocations/{issuer}'s 200 body (the stored document), or its error body",
       revocationDocumentSchema,
     ),
-    annotations,
   },
 ];
+
+export const TOOLS: readonly ToolDefinition[] = TOOL_SPECS.map(withAnnotations);
 
 export function findTool(name: string): ToolDefinition | undefined {
   return TOOLS.find((tool) => tool.name === name);

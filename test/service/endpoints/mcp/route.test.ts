@@ -864,7 +864,7 @@ describe("the official MCP SDK client over HTTP", () => {
   });
   after(() => service.close());
 
-  test("connects, lists and calls every tool; GET gets 405; headers are as the SDK sends them", async () => {
+  test("connects, lists (with annotations) and calls every tool; GET gets 405; headers are as the SDK sends them", async () => {
     const exchanges: Promise<{
       method: string;
       headers: Headers;
@@ -903,6 +903,26 @@ describe("the official MCP SDK client over HTTP", () => {
       assert.deepEqual(
         tools.map((tool) => tool.name),
         ["verify_bundle", "verify_anchor", "get_revocations"],
+      );
+      // Spelled out, not read from the tools table: what an agent deciding whether a call is
+      // safe gets, after the SDK's own parsing of the list.
+      const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true };
+      assert.deepEqual(
+        tools.map((tool) => [tool.title, tool.annotations]),
+        [
+          [
+            "Verify a Continuity Receipt bundle",
+            { title: "Verify a Continuity Receipt bundle", ...readOnly, openWorldHint: false },
+          ],
+          [
+            "Verify an OpenTimestamps anchor proof",
+            { title: "Verify an OpenTimestamps anchor proof", ...readOnly, openWorldHint: false },
+          ],
+          [
+            "Get an issuer's revocation document",
+            { title: "Get an issuer's revocation document", ...readOnly, openWorldHint: false },
+          ],
+        ],
       );
 
       const bundle = JSON.parse(corpusBytes("vectors/01_happy_minimal.json").toString("utf8"));
