@@ -4,10 +4,10 @@
  */
 import { Ajv, type ErrorObject } from "ajv";
 import { type JsonObject, toPlain } from "../../../verifier/json/value.js";
+import { anchorResultSchema } from "../../schemas/anchor.js";
 import { errorResponseSchema } from "../../schemas/errors.js";
 import { revocationDocumentSchema } from "../../schemas/revocation-document.js";
 import { verdictPayloadSchema } from "../../schemas/verdict.js";
-import { anchorResultSchema } from "../anchors/answer.js";
 
 export type ToolName = "verify_bundle" | "verify_anchor" | "get_revocations";
 
