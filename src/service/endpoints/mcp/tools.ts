@@ -76,6 +76,12 @@ export const TOOLS: readonly ToolDefinition[] = [
           description:
             "add a verification_receipt signed by the service (or verification_receipt_error)",
         },
+        cache: {
+          type: "boolean",
+          description:
+            "the opt-in digest cache of POST /verify?cache=1 (900 s, 256 entries; ignored in a " +
+            "JSON-RPC batch): the payload then has cache {hit, cached_at, age_s?}",
+        },
       },
       required: ["bundle"],
       additionalProperties: false,
