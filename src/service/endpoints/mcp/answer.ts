@@ -395,5 +395,6 @@ export function answerMcpRequest(
   }
   if (parts.length === 0) return { kind: "accepted" };
   const statusCode = !batch && messages[0]?.kind === "invalid" ? 400 : 200;
-  return { kind: "reply", statusCode, batch, parts, toolCall, verdicts: state.verdicts };
+  const reply: McpAnswer = { kind: "reply", statusCode, batch, parts, toolCall };
+  return Object.keys(state.verdicts).length === 0 ? reply : { ...reply, verdicts: state.verdicts };
 }
