@@ -4,7 +4,7 @@
  */
 import { parentPort } from "node:worker_threads";
 import { DEFAULT_LIMITS } from "../src/service/config.js";
-import { answerVerifyRequest } from "../src/service/endpoints/verify/answer.js";
+import { answerVerifyRequest } from "../src/service/verification/answer.js";
 import { generateSigner } from "../src/verifier/crypto/ed25519.js";
 
 export interface FloorBatch {

@@ -37,6 +37,7 @@ import { revocationRoutes } from "./endpoints/revocations/route.js";
 import { receiptRoutes } from "./endpoints/settlements/receipts-route.js";
 import { paymentReceiptRoutes } from "./endpoints/settlements/route.js";
 import { verifyRoutes } from "./endpoints/verify/route.js";
+import { verifyTask } from "./endpoints/verify/tasks.js";
 import { verifyReceiptRoutes } from "./endpoints/verify-receipt/route.js";
 import {
   MemoryBudget,
@@ -54,6 +55,7 @@ import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id
 import { registerSchemaValidation } from "./plugins/schemas.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "./service-key.js";
 import type { WorkerContext } from "./tasks/worker-context.js";
+import { BundleVerifications } from "./verification/bundle-verifications.js";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -161,6 +163,17 @@ export async function buildApp(
     workerData: workerContext,
   });
   app.decorate("cpuPool", pool);
+  app.decorate(
+    "bundleVerifications",
+    new BundleVerifications({
+      pool,
+      task: verifyTask,
+      digestCache: backends.digestCache,
+      metrics,
+      clock,
+      log: app.log,
+    }),
+  );
   metrics.observeCpuPool(() => pool.stats());
   const queues = await openQueues(config, {
     documentStore,

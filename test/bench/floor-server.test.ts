@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 import { generatedBundle } from "../../bench/fixtures.js";
 import { type RunningFloor, startFloorProcess } from "../../bench/service-process.js";
 import { DEFAULT_LIMITS } from "../../src/service/config.js";
-import { answerVerifyRequest } from "../../src/service/endpoints/verify/answer.js";
+import { answerVerifyRequest } from "../../src/service/verification/answer.js";
 import { generateSigner } from "../../src/verifier/crypto/ed25519.js";
 
 const CORPUS = new URL("../../../shared/corpus/", import.meta.url);

@@ -1,15 +1,8 @@
 /**
- * Worker-side handling of the OpenTimestamps endpoints (service.md §1 `POST /verify-anchor`,
- * §2 `POST /anchors`): strict parsing, request checks, proof parsing and verification all
- * run on a CPU-pool thread (`worker.ts`); the main thread only forwards answers and
- * submits store jobs.
- *
- * Where the request stops and the verdict starts: a member that cannot be decoded into what
- * the verifier takes (a proof that is not standard base64, a header that is not hex, a
- * height that is not a non-negative integer) or a body of the wrong shape is a `400`. What
- * the decoded values say is the verifier's verdict, a `200` AnchorResult: an unusable digest
- * string is `invalid`/`bad_digest`, a hex header that is not 80 bytes `invalid`/`bad_header`,
- * bytes that are not a proof `invalid`/<parse code>.
+ * Worker-side handling of `POST /anchors` (service.md §2): strict parsing, request checks and
+ * the proof check run on a CPU-pool thread (`worker.ts`); the main thread only forwards
+ * answers and submits store jobs. `POST /verify-anchor`'s check is shared with MCP's
+ * `verify_anchor`, in `verification/anchor-answer.ts`.
  */
 import { createHash } from "node:crypto";
 import {
@@ -20,64 +13,19 @@ import {
   jobAttestation,
 } from "../../../../queues/anchors.js";
 import { bodyValidator } from "../../../validation/body-validator.js";
-import { type AnchorResult, verifyProof } from "../../../verifier/anchor/index.js";
-import { isObject, type JsonObject, type JsonValue } from "../../../verifier/json/value.js";
+import { verifyProof } from "../../../verifier/anchor/index.js";
+import { isObject, type JsonValue } from "../../../verifier/json/value.js";
 import {
   type Answer,
-  answer,
   answerOrRefusal,
   errorAnswer,
   parseRequestJson,
   ServiceError,
 } from "../../errors.js";
-import { SERVICE_NAME } from "../../service-name.js";
-
-/** Standard base64 (RFC 4648 §4) with its padding. */
-const BASE64_PATTERN = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$";
-const BASE64 = new RegExp(BASE64_PATTERN);
-const HEX_PATTERN = "^(?:[0-9a-fA-F]{2})*$";
-const HEX = new RegExp(HEX_PATTERN);
-/** Decimal without leading zeros, so two keys can never name the same height. */
-const HEIGHT_KEY_PATTERN = "^(?:0|[1-9][0-9]*)$";
-const HEIGHT_KEY = new RegExp(HEIGHT_KEY_PATTERN);
+import { proofSchema } from "../../schemas/anchor.js";
+import { decodeProof } from "../../verification/anchor-answer.js";
 
 export const NOTE_MAX_CHARACTERS = 512;
-
-const proofSchema = {
-  type: "string",
-  pattern: BASE64_PATTERN,
-  description: "a detached OpenTimestamps proof (.ots), standard base64 with padding",
-} as const;
-
-const headerSchema = {
-  type: "string",
-  pattern: HEX_PATTERN,
-  description: "an 80-byte Bitcoin block header, 160 hex characters",
-} as const;
-
-export const verifyAnchorBodySchema = {
-  type: "object",
-  description:
-    "the proof, the digest it should commit to, and optionally block headers: either `headers` " +
-    "(by height) or one `header` with its `height`",
-  required: ["proof", "digest"],
-  additionalProperties: false,
-  properties: {
-    proof: proofSchema,
-    digest: {
-      type: "string",
-      description: "`sha256:<hex>` or `<hex>`; a string the verifier cannot use is `bad_digest`",
-    },
-    headers: {
-      type: "object",
-      description: "block headers keyed by decimal block height",
-      propertyNames: { pattern: HEIGHT_KEY_PATTERN },
-      additionalProperties: headerSchema,
-    },
-    header: headerSchema,
-    height: { type: "integer", minimum: 0, description: "the block height of `header`" },
-  },
-} as const;
 
 export const postAnchorBodySchema = {
   type: "object",
@@ -99,148 +47,11 @@ export const postAnchorBodySchema = {
   },
 } as const;
 
-/** An attestation as AnchorResult and stored anchor documents list it (verifier.md §8.2). */
-export const attestationSchema = {
-  type: "object",
-  required: ["kind"],
-  properties: {
-    kind: { type: "string", enum: ["pending", "bitcoin", "litecoin", "unknown"] },
-    value: {
-      type: ["string", "integer"],
-      description: "calendar URI (pending) or block height (bitcoin, litecoin)",
-    },
-    tag: { type: "string", description: "hex attestation tag (unknown)" },
-    payload: { type: "string", description: "hex payload (unknown)" },
-  },
-} as const;
-
-export const anchorResultSchema = {
-  description:
-    "the AnchorResult of verifier.md §8.4 plus `service`; only merkle-root equality with the " +
-    "supplied headers is checked (no proof-of-work, no header chain)",
-  type: "object",
-  required: ["status", "code", "detail", "file_digest", "attestations", "service"],
-  properties: {
-    status: { type: "string", enum: ["verified", "unverified", "mismatch", "invalid"] },
-    code: { type: "string" },
-    detail: { type: "string" },
-    file_digest: {
-      type: "string",
-      description: "`<hash op>:<hex>`, empty if the proof did not parse",
-    },
-    attestations: { type: "array", items: attestationSchema },
-    confirmed: {
-      type: "object",
-      description: "present only when verified",
-      properties: {
-        block_height: { type: "integer" },
-        merkle_root: { type: "string" },
-        header_time: { type: "integer" },
-      },
-    },
-    service: { type: "string" },
-  },
-} as const;
-
-const validateVerifyAnchorBody = bodyValidator(verifyAnchorBodySchema);
 const validatePostAnchorBody = bodyValidator(postAnchorBodySchema);
 
-/** The proof's bytes; not canonical standard base64 is `invalid_proof_encoding`. */
-function decodeProof(proof: string): Buffer {
-  const bytes = BASE64.test(proof) ? Buffer.from(proof, "base64") : null;
-  // The round trip also refuses non-zero padding bits, so each proof has one spelling.
-  if (bytes === null || bytes.toString("base64") !== proof) {
-    throw new ServiceError("invalid_proof_encoding", {
-      detail: "proof must be standard base64 with padding",
-    });
-  }
-  return bytes;
-}
-
-function isHeight(value: JsonValue | undefined): value is number {
-  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
-}
-
-function decodeHeader(header: string, where: string): Buffer {
-  if (HEX.test(header)) return Buffer.from(header, "hex");
-  throw new ServiceError("invalid_header_encoding", {
-    detail: `${where} must be hex (an even number of hex digits)`,
-  });
-}
-
-/** Block headers by height from `headers`, or from `header` + `height`. */
-function decodeHeaders(body: JsonObject): Map<number, Buffer> {
-  const headers = new Map<number, Buffer>();
-  const many = body.get("headers");
-  const one = body.get("header");
-  const height = body.get("height");
-  if (many !== undefined && (one !== undefined || height !== undefined)) {
-    throw new ServiceError("bad_request", {
-      detail: "give either headers or header with height, not both",
-    });
-  }
-  if (isObject(many)) {
-    for (const [key, value] of many) {
-      const keyHeight = HEIGHT_KEY.test(key) ? Number(key) : Number.NaN;
-      if (!isHeight(keyHeight)) {
-        throw new ServiceError("invalid_height", {
-          detail: `headers key '${key}' is not a non-negative integer`,
-        });
-      }
-      if (typeof value !== "string") continue; // the schema names the wrong type
-      headers.set(keyHeight, decodeHeader(value, `headers['${key}']`));
-    }
-  }
-  if (height !== undefined && !isHeight(height)) {
-    throw new ServiceError("invalid_height", { detail: "height must be a non-negative integer" });
-  }
-  if (typeof one === "string") {
-    const header = decodeHeader(one, "header");
-    if (height === undefined) {
-      throw new ServiceError("bad_request", { detail: "header needs its height" });
-    }
-    headers.set(height, header);
-  } else if (one === undefined && height !== undefined) {
-    throw new ServiceError("bad_request", { detail: "height is given without a header" });
-  }
-  return headers;
-}
-
-/** The AnchorResult (without `service`) of a strictly parsed body; a refusal is thrown. */
-function verifiedAnchor(body: JsonValue): AnchorResult {
-  if (!isObject(body)) {
-    throw new ServiceError("bad_request", {
-      detail: "body must be an object {proof, digest, headers?}",
-    });
-  }
-  const proofText = body.get("proof");
-  const proof = typeof proofText === "string" ? decodeProof(proofText) : null;
-  const headers = decodeHeaders(body);
-  const violation = validateVerifyAnchorBody(body);
-  if (violation !== null) throw new ServiceError("bad_request", { detail: violation });
-  // The schema has required a string digest and a proof, which decoded above.
-  const digest = body.get("digest") as string;
-  return verifyProof(proof as Buffer, digest, headers);
-}
-
-export interface VerifyAnchorAnswer {
-  statusCode: number;
-  /** An AnchorResult (200) or an error body, without `service`. */
-  payload: object;
-}
-
-/**
- * `POST /verify-anchor` for an already strictly parsed body, unserialised, for the MCP tool
- * `verify_anchor`, which wraps it in its own answer. Pure and synchronous: call it on a worker
- * thread.
- */
-export function answerVerifyAnchor(body: JsonValue): VerifyAnchorAnswer {
-  try {
-    return { statusCode: 200, payload: verifiedAnchor(body) };
-  } catch (error) {
-    if (!(error instanceof ServiceError)) throw error;
-    return { statusCode: error.status, payload: error.body() };
-  }
+export interface AnchorTask {
+  /** The raw request body, moved (not copied) to the worker. */
+  body: ArrayBuffer;
 }
 
 /** What `POST /anchors` queues once its body has been checked: the job that stores the proof. */
@@ -248,18 +59,6 @@ export interface AnchorStoreRequest {
   kind: "store";
   jobId: string;
   job: AnchorJob;
-}
-
-export interface AnchorTask {
-  /** The raw request body, moved (not copied) to the worker. */
-  body: ArrayBuffer;
-}
-
-/** `POST /verify-anchor` from raw body bytes. */
-export function answerVerifyAnchorRequest(bytes: Uint8Array): Answer {
-  return answerOrRefusal(() =>
-    answer(200, { ...verifiedAnchor(parseRequestJson(bytes)), service: SERVICE_NAME }),
-  );
 }
 
 /**

@@ -11,8 +11,9 @@ import { clientGone } from "../../http/client-gone.js";
 import { submitDurably } from "../../http/durable-write.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { transferableBody } from "../../plugins/raw-body.js";
+import { attestationSchema } from "../../schemas/anchor.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
-import { attestationSchema, postAnchorBodySchema } from "./answer.js";
+import { postAnchorBodySchema } from "./answer.js";
 import { prepareAnchorTask } from "./tasks.js";
 
 export interface AnchorRoutesOptions {

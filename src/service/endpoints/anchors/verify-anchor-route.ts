@@ -3,8 +3,8 @@ import type { FastifyInstance } from "fastify";
 import { sendAnswer } from "../../errors.js";
 import { clientGone } from "../../http/client-gone.js";
 import { transferableBody } from "../../plugins/raw-body.js";
+import { anchorResultSchema, verifyAnchorBodySchema } from "../../schemas/anchor.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
-import { anchorResultSchema, verifyAnchorBodySchema } from "./answer.js";
 import { verifyAnchorTask } from "./tasks.js";
 
 const verifyAnchorSchema = {

@@ -32,9 +32,7 @@ import {
 } from "../../../erc8004/registry.js";
 import type { ValidatorKey } from "../../../erc8004/validator-key.js";
 import { bodyValidator } from "../../../validation/body-validator.js";
-import { ResultBudget, ResultBudgetExceeded } from "../../../verifier/bundle/budget.js";
 import type { VerifyResult } from "../../../verifier/bundle/result.js";
-import { verifyBundle } from "../../../verifier/bundle/verify-bundle.js";
 import { sha256Hex } from "../../../verifier/crypto/digest.js";
 import { CanonicalizationError, canonicalBytes } from "../../../verifier/json/canonical.js";
 import {
@@ -52,7 +50,7 @@ import {
   ServiceError,
 } from "../../errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
-import { resultTooLargeError } from "../verify/answer.js";
+import { verifyWithinBudget } from "../../verification/answer.js";
 
 export interface Erc8004Task {
   /** The raw request body, moved (not copied) to the worker. */
@@ -218,13 +216,11 @@ async function validate(request: ValidateRequest, context: Erc8004RequestContext
     });
   }
 
-  let result: VerifyResult;
-  try {
-    result = verifyBundle(request.bundle, { budget: new ResultBudget(context.maxResultBytes) });
-  } catch (error) {
-    if (!(error instanceof ResultBudgetExceeded)) throw error;
-    throw resultTooLargeError(error.limit);
-  }
+  const result = verifyWithinBudget(
+    request.bundle,
+    { requireAnchor: false },
+    context.maxResultBytes,
+  );
   const binding = bindTaskHash(request.bundle, request.taskHash);
   const { outcome, label } = outcomeFor(result.verdict);
   const evaluation: Evaluation = {

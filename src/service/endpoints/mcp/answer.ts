@@ -24,8 +24,9 @@ import {
   type JsonValue,
 } from "../../../verifier/json/value.js";
 import { SERVICE_NAME } from "../../service-name.js";
-import { answerVerifyAnchor } from "../anchors/answer.js";
-import { resultTooLarge, singleBundlePayload } from "../verify/answer.js";
+import { answerVerifyAnchor } from "../../verification/anchor-answer.js";
+import { singleBundlePayload } from "../../verification/answer.js";
+import type { VerdictTally } from "../../verification/outcome.js";
 import {
   classifyMessage,
   errorResponse,
@@ -34,6 +35,7 @@ import {
   namedParams,
   type RequestId,
   resultResponse,
+  resultTooLargeResponse,
   toolResult,
 } from "./json-rpc.js";
 import {
@@ -65,7 +67,23 @@ export interface RevocationsLookup {
   issuer: string;
 }
 
-export type McpReplyPart = { json: string } | { revocations: RevocationsLookup };
+/**
+ * `verify_bundle` with `cache: true` after its arguments passed: the digest cache is read on
+ * the main thread, and a miss is verified there as `POST /verify?cache=1` verifies it.
+ */
+export interface BundleVerificationLookup {
+  /** The request id as JSON text, for the response. */
+  id: string;
+  /** `{"bundle": <the bundle>}` as compact JSON text: a `POST /verify` body of form 2. */
+  body: string;
+  requireAnchor: boolean;
+  receipt: boolean;
+}
+
+export type McpReplyPart =
+  | { json: string }
+  | { revocations: RevocationsLookup }
+  | { verification: BundleVerificationLookup };
 
 export type McpAnswer =
   /** A `tools/call` without keyed access: the caller answers with the access decision. */
@@ -85,6 +103,8 @@ export type McpAnswer =
       toolCall: ToolCall | null;
       /** A refusal after real work (`result_too_large`): charged like a result (issue 22). */
       charged?: true;
+      /** The verdicts of the `verify_bundle` calls answered here, for `/metrics`. */
+      verdicts?: VerdictTally;
     };
 
 /** What a settlement receipt records of a paid `tools/call` (settlement-receipt.ts). */
@@ -104,6 +124,15 @@ export interface McpRequestContext {
   maxResultBytes: number;
   /** The current service key, for `verify_bundle`'s receipts. */
   signer(): Ed25519Signer;
+}
+
+/** What the messages of one body share while they are answered. */
+interface BodyState {
+  /** One budget for the whole body: a batch of calls is bounded as a `POST /verify` batch. */
+  budget: ResultBudget;
+  /** Whether the body is a JSON-RPC batch. */
+  batch: boolean;
+  verdicts: VerdictTally;
 }
 
 const validateInitializeParams = paramsValidator(
@@ -197,7 +226,7 @@ function callTool(
   id: RequestId,
   params: JsonObject,
   context: McpRequestContext,
-  budget: ResultBudget,
+  state: BodyState,
 ): McpReplyPart {
   const problem = validateCallParams(params);
   if (problem !== null) return invalidParams(id, problem);
@@ -209,15 +238,19 @@ function callTool(
   if (argumentsProblem !== null) return invalidParams(id, argumentsProblem);
   switch (tool.name) {
     case "verify_bundle": {
-      const payload = singleBundlePayload(
-        args.get("bundle") as JsonObject,
-        {
-          requireAnchor: args.get("require_anchor") === true,
-          receipt: args.get("receipt") === true,
-        },
-        context.signer(),
-        budget,
-      );
+      const flags = {
+        requireAnchor: args.get("require_anchor") === true,
+        receipt: args.get("receipt") === true,
+      };
+      const bundle = args.get("bundle") as JsonObject;
+      // As `POST /verify?cache=1` ignores the cache for a batch, so does a JSON-RPC batch: a
+      // call verified later, on its own, would escape the body's one result budget.
+      if (args.get("cache") === true && !state.batch) {
+        const body = `{"bundle":${dumpCompact(bundle)}}`;
+        return { verification: { id: idJson(id), body, ...flags } };
+      }
+      const payload = singleBundlePayload(bundle, flags, context.signer(), state.budget);
+      state.verdicts[payload.verdict] = (state.verdicts[payload.verdict] ?? 0) + 1;
       return { json: resultResponse(idJson(id), toolResult(dumpCompact(payload), false)) };
     }
     case "verify_anchor": {
@@ -229,7 +262,7 @@ function callTool(
       // A proof's answer lists every leaf (twice: as text and as structured content), so a
       // batch of them is charged to the body's result budget as a batch of verdicts is
       // (issue 22, finding 9): the whole response, as it will be sent.
-      budget.chargeText(Buffer.byteLength(json));
+      state.budget.chargeText(Buffer.byteLength(json));
       return { json };
     }
     case "get_revocations":
@@ -256,9 +289,8 @@ function toolCallOf(messages: readonly Message[]): ToolCall | null {
 
 function answerMessage(
   message: Message,
-  inBatch: boolean,
   context: McpRequestContext,
-  budget: ResultBudget,
+  state: BodyState,
 ): McpReplyPart | null {
   if (message.kind === "invalid") {
     return {
@@ -282,13 +314,13 @@ function answerMessage(
   if (params === null) return invalidParams(id, "params must be an object");
   switch (method) {
     case "initialize":
-      return initialize(id, params, inBatch);
+      return initialize(id, params, state.batch);
     case "ping":
       return result(id, {});
     case "tools/list":
       return listTools(id, params);
     default:
-      return callTool(id, params, context, budget);
+      return callTool(id, params, context, state);
   }
 }
 
@@ -340,24 +372,29 @@ export function answerMcpRequest(
   const messages = values.map(classifyMessage);
   const toolCall = toolCallOf(messages);
   if (toolCall !== null && !task.keyedAccess) return { kind: "denied" };
-  // One budget for the whole body: a batch of calls is bounded as one `POST /verify` batch is.
-  const budget = new ResultBudget(context.maxResultBytes);
+  const state: BodyState = {
+    budget: new ResultBudget(context.maxResultBytes),
+    batch,
+    verdicts: {},
+  };
   let parts: McpReplyPart[];
   try {
-    parts = messages.flatMap((message) => answerMessage(message, batch, context, budget) ?? []);
+    parts = messages.flatMap((message) => answerMessage(message, context, state) ?? []);
   } catch (error) {
     if (!(error instanceof ResultBudgetExceeded)) throw error;
     const single = !batch && messages[0]?.kind === "request" ? messages[0].id : null;
-    const refusal = refused(
-      JSON_RPC_ERRORS.invalidRequest,
-      `Invalid Request: the verdicts would hold more than ${error.limit} bytes of errors and reasons`,
-      resultTooLarge(error.limit),
-      single,
-    );
-    // The tool calls ran until the budget stopped them: work done, charged and settled.
-    return refusal.kind === "reply" ? { ...refusal, toolCall, charged: true } : refusal;
+    return {
+      kind: "reply",
+      statusCode: 400,
+      batch: false,
+      // The tool calls ran until the budget stopped them: work done, charged and settled.
+      parts: [{ json: resultTooLargeResponse(idJson(single), error.limit) }],
+      toolCall,
+      charged: true,
+    };
   }
   if (parts.length === 0) return { kind: "accepted" };
   const statusCode = !batch && messages[0]?.kind === "invalid" ? 400 : 200;
-  return { kind: "reply", statusCode, batch, parts, toolCall };
+  const reply: McpAnswer = { kind: "reply", statusCode, batch, parts, toolCall };
+  return Object.keys(state.verdicts).length === 0 ? reply : { ...reply, verdicts: state.verdicts };
 }

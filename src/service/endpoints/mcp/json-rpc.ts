@@ -12,6 +12,8 @@ import {
   type JsonObject,
   type JsonValue,
 } from "../../../verifier/json/value.js";
+import { resultTooLarge } from "../../verification/outcome.js";
+import { JSON_RPC_ERRORS } from "./protocol.js";
 
 /** MCP ids are strings or integers, never null; integers may exceed 2^53. */
 export type RequestId = string | number | bigint;
@@ -85,4 +87,18 @@ export function toolResult(payloadJson: string, isError: boolean): string {
     `{"content":[{"type":"text","text":${dumpCompact(payloadJson)}}],` +
     `"structuredContent":${payloadJson},"isError":${isError}}`
   );
+}
+
+/**
+ * The refusal of a body whose verdicts would pass the result budget, as `POST /verify` refuses
+ * it but inside a JSON-RPC error: -32600 with `data` `{error: "result_too_large", limit}`.
+ * `id` is JSON text: the single request's id, or `null` for a batch.
+ */
+export function resultTooLargeResponse(id: string, limit: number): string {
+  const error = {
+    code: JSON_RPC_ERRORS.invalidRequest,
+    message: `Invalid Request: the verdicts would hold more than ${limit} bytes of errors and reasons`,
+    data: resultTooLarge(limit),
+  };
+  return `{"jsonrpc":"2.0","id":${id},"error":${dumpCompact(error)}}`;
 }

@@ -8,6 +8,7 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { dumpCompact } from "../../../verifier/json/dump.js";
+import type { RunOptions } from "../../cpu-pool.js";
 import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
 import { clientGone } from "../../http/client-gone.js";
 import { ifNoneMatchMatches, strongEtag } from "../../http/stored-document.js";
@@ -21,6 +22,7 @@ import { answerGetRevocations } from "./get-revocations.js";
 import { MCP_PATH, serverCard } from "./server-card.js";
 import { mcpTask } from "./tasks.js";
 import { acceptsJson, allowedOrigins, isAllowedOrigin, isJsonContentType } from "./transport.js";
+import { answerCachedVerifyBundle, type VerifiedPart } from "./verify-bundle.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -177,10 +179,25 @@ export async function mcpRoutes(app: FastifyInstance) {
   const { payments, mcpAllowedOrigins } = app.serviceConfig;
   const origins = allowedOrigins(payments.publicBaseUrl, mcpAllowedOrigins);
   const checkRevocationDocument = revocationDocumentCheckOn(app.cpuPool);
-  const replyPart = (part: McpReplyPart): string | Promise<string> =>
-    "json" in part
-      ? part.json
-      : answerGetRevocations(app.documentStore, checkRevocationDocument, part.revocations);
+  const { maxResultBytes } = app.serviceConfig.limits;
+  const replyPart = async (part: McpReplyPart, options: RunOptions): Promise<VerifiedPart> => {
+    if ("json" in part) return part;
+    if ("verification" in part) {
+      return answerCachedVerifyBundle(
+        app.bundleVerifications,
+        part.verification,
+        maxResultBytes,
+        options,
+      );
+    }
+    return {
+      json: await answerGetRevocations(
+        app.documentStore,
+        checkRevocationDocument,
+        part.revocations,
+      ),
+    };
+  };
 
   app.post(
     MCP_PATH,
@@ -197,9 +214,8 @@ export async function mcpRoutes(app: FastifyInstance) {
         protocolVersion: headerValue(request, "mcp-protocol-version") ?? null,
         keyedAccess: access.granted,
       };
-      const answer = await app.cpuPool.run(mcpTask, task, [body], {
-        clientGone: clientGone(reply),
-      });
+      const options = { clientGone: clientGone(reply) };
+      const answer = await app.cpuPool.run(mcpTask, task, [body], options);
       if (answer.kind === "denied") {
         if (access.granted) throw new Error("the MCP worker denied a granted request");
         const { refusal } = access;
@@ -207,12 +223,16 @@ export async function mcpRoutes(app: FastifyInstance) {
       }
       if (answer.kind === "accepted") return reply.code(202).send();
       if (answer.toolCall !== null) markKeyedWorkDone(request, answer.toolCall);
-      if (answer.charged) chargeWorkDone(reply);
-      const parts = await Promise.all(answer.parts.map(replyPart));
+      app.bundleVerifications.count(answer.verdicts);
+      const parts = await Promise.all(answer.parts.map((part) => replyPart(part, options)));
+      // A cached `verify_bundle` is never in a batch, so its refusal is the whole reply.
+      const tooLarge = parts.some((part) => part.tooLarge);
+      if (answer.charged || tooLarge) chargeWorkDone(reply);
+      const json = parts.map((part) => part.json);
       return reply
-        .code(answer.statusCode)
+        .code(tooLarge ? 400 : answer.statusCode)
         .type(JSON_TYPE)
-        .send(answer.batch ? `[${parts.join(",")}]` : parts[0]);
+        .send(answer.batch ? `[${json.join(",")}]` : json[0]);
     },
   );
 

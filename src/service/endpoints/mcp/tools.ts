@@ -4,10 +4,10 @@
  */
 import { Ajv, type ErrorObject } from "ajv";
 import { type JsonObject, toPlain } from "../../../verifier/json/value.js";
+import { anchorResultSchema } from "../../schemas/anchor.js";
 import { errorResponseSchema } from "../../schemas/errors.js";
 import { revocationDocumentSchema } from "../../schemas/revocation-document.js";
 import { verdictPayloadSchema } from "../../schemas/verdict.js";
-import { anchorResultSchema } from "../anchors/answer.js";
 
 export type ToolName = "verify_bundle" | "verify_anchor" | "get_revocations";
 
@@ -112,6 +112,12 @@ const TOOL_SPECS: readonly Omit<ToolDefinition, "annotations">[] = [
           type: "boolean",
           description:
             "add a verification_receipt signed by the service (or verification_receipt_error)",
+        },
+        cache: {
+          type: "boolean",
+          description:
+            "the opt-in digest cache of POST /verify?cache=1 (900 s, 256 entries; ignored in a " +
+            "JSON-RPC batch): the payload then has cache {hit, cached_at, age_s?}",
         },
       },
       required: ["bundle"],

@@ -1,14 +1,14 @@
-/** `POST /verify` (service.md §1): the body goes, unparsed, to a worker that answers it. */
+/**
+ * `POST /verify` (service.md §1): the body goes, unparsed, to the shared bundle verification
+ * (`verification/bundle-verifications.ts`: the digest cache, then a worker that answers it).
+ */
 
 import type { FastifyInstance } from "fastify";
-import { type CachedVerdict, digestCacheKey } from "../../../cache/digest-cache.js";
 import { sendAnswer } from "../../errors.js";
 import { clientGone } from "../../http/client-gone.js";
-import { rawBody, transferableBody } from "../../plugins/raw-body.js";
+import { rawBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { verdictBatchSchema, verdictPayloadSchema } from "../../schemas/verdict.js";
-import { type CacheableVerdict, cachedVerdictResponse, type VerifyTask } from "./answer.js";
-import { verifyTask } from "./tasks.js";
 
 interface VerifyQuery {
   require_anchor?: unknown;
@@ -91,56 +91,16 @@ export async function verifyRoutes(app: FastifyInstance) {
       config: { access: "keyed" },
     },
     async (request, reply) => {
-      const requireAnchor = queryFlag(request.query.require_anchor);
-      const receipt = queryFlag(request.query.receipt);
-      const cache = queryFlag(request.query.cache);
-      const raw = rawBody(request.body);
-      const cacheKey = cache ? digestCacheKey(raw, requireAnchor) : null;
-      const json = (text: string) => sendAnswer(reply, { statusCode: 200, json: text });
-
-      if (cacheKey !== null) {
-        const hit = await cachedEntry(app, cacheKey);
-        if (hit !== null) {
-          const ageSeconds = Math.max(0, Math.floor((app.clock() - hit.storedAtMs) / 1000));
-          return json(cachedVerdictResponse(hit, receipt, { hit: true, ageSeconds }));
-        }
-      }
-      const body = transferableBody(raw);
-      const task: VerifyTask = { body, requireAnchor, receipt, cache };
-      const outcome = await app.cpuPool.run(verifyTask, task, [body], {
-        clientGone: clientGone(reply),
-      });
-      app.metrics.countVerdicts(outcome.verdicts);
-      if ("cacheable" in outcome) {
-        if (cacheKey !== null) await remember(app, cacheKey, outcome.cacheable);
-        return json(cachedVerdictResponse(outcome.cacheable, receipt, { hit: false }));
-      }
-      return sendAnswer(reply, outcome);
+      const answer = await app.bundleVerifications.verify(
+        rawBody(request.body),
+        {
+          requireAnchor: queryFlag(request.query.require_anchor),
+          receipt: queryFlag(request.query.receipt),
+          cache: queryFlag(request.query.cache),
+        },
+        { clientGone: clientGone(reply) },
+      );
+      return sendAnswer(reply, answer);
     },
   );
-}
-
-/**
- * The cache is an optimisation: when it cannot be read (Redis briefly down, in distributed
- * mode) the request is verified as if it were a miss, and a failed write loses only the
- * entry. Neither fails the request.
- */
-async function cachedEntry(app: FastifyInstance, key: string): Promise<CachedVerdict | null> {
-  try {
-    const entry = await app.digestCache.get(key);
-    app.metrics.digestCache.inc({ result: entry === null ? "miss" : "hit" });
-    return entry;
-  } catch (error) {
-    app.metrics.digestCache.inc({ result: "error" });
-    app.log.warn({ err: error }, "digest cache unavailable; verifying without it");
-    return null;
-  }
-}
-
-async function remember(app: FastifyInstance, key: string, verdict: CacheableVerdict) {
-  try {
-    await app.digestCache.set(key, verdict);
-  } catch (error) {
-    app.log.warn({ err: error }, "digest cache unavailable; verdict not cached");
-  }
 }

@@ -1,9 +1,9 @@
 /**
- * Worker-thread side of `POST /verify`. Thin on purpose: it hands the bytes to `answer.ts`,
- * which calls the verifier library.
+ * Worker-thread side of `POST /verify`. Thin on purpose: it hands the bytes to the shared
+ * bundle verification (`verification/answer.ts`), which calls the verifier library.
  */
 import { implementTask, workerContext, workerIdentity } from "../../tasks/worker.js";
-import { answerVerifyRequest } from "./answer.js";
+import { answerVerifyRequest } from "../../verification/answer.js";
 import { verifyTask } from "./tasks.js";
 
 const requestContext = {

@@ -344,8 +344,8 @@ describe("POST /mcp", () => {
       ],
       [
         "an unexpected argument",
-        toolCall("verify_bundle", '{"bundle":{},"cache":true}'),
-        "arguments has an unexpected member 'cache'",
+        toolCall("verify_bundle", '{"bundle":{},"caching":true}'),
+        "arguments has an unexpected member 'caching'",
       ],
       [
         "a proof that is not a string",

@@ -1,7 +1,9 @@
 /**
- * `POST /verify` from raw body bytes to response text (service.md §1). It runs on a worker
- * thread (`worker.ts`): the bytes are parsed exactly once, there, and the main thread
- * only forwards the finished JSON text.
+ * The verification of bundles that `POST /verify`, MCP's `verify_bundle` and ERC-8004's
+ * validation share (service.md §1), from strictly parsed input to the verdict payload, on a
+ * worker thread: the bytes are parsed exactly once, there, and the main thread only forwards
+ * the finished JSON text (`bundle-verifications.ts` is its main-thread half, with the digest
+ * cache and the verdict counter).
  *
  * Decisions where service.md is silent:
  * - an empty batch (`{"bundles": []}`) is valid: 200 with `results: []` and `count: 0`;
@@ -13,31 +15,26 @@
  *   (`maxResultBytes`); verification stops as soon as it is spent and the request gets
  *   `400 result_too_large` with the limit (docs/service-decisions.md, "Result budget").
  */
-import type { CachedVerdict } from "../../../cache/digest-cache.js";
-import { ResultBudget, ResultBudgetExceeded } from "../../../verifier/bundle/budget.js";
-import type { Verdict, VerifyResult } from "../../../verifier/bundle/result.js";
-import { verifyBundle } from "../../../verifier/bundle/verify-bundle.js";
-import type { Ed25519Signer } from "../../../verifier/crypto/ed25519.js";
-import { dumpCompact } from "../../../verifier/json/dump.js";
-import {
-  isArray,
-  isObject,
-  type JsonObject,
-  type JsonValue,
-} from "../../../verifier/json/value.js";
-import { formatUtcSeconds } from "../../../verifier/timestamps.js";
+import { ResultBudget, ResultBudgetExceeded } from "../../verifier/bundle/budget.js";
+import type { Verdict, VerifyResult } from "../../verifier/bundle/result.js";
+import { verifyBundle } from "../../verifier/bundle/verify-bundle.js";
+import type { Ed25519Signer } from "../../verifier/crypto/ed25519.js";
+import { dumpCompact } from "../../verifier/json/dump.js";
+import { isArray, isObject, type JsonObject, type JsonValue } from "../../verifier/json/value.js";
+import { formatUtcSeconds } from "../../verifier/timestamps.js";
 import {
   issueVerificationReceipt,
   VerificationReceiptIssueError,
-} from "../../../verifier/verification-receipt/index.js";
+} from "../../verifier/verification-receipt/index.js";
+import { answer, errorAnswerOf, parseRequestJson, ServiceError } from "../errors.js";
+import { SERVICE_NAME } from "../service-name.js";
+import type { CacheableVerdict } from "./cached-verdict.js";
 import {
-  type Answer,
-  answer,
-  answerOrRefusal,
-  parseRequestJson,
-  ServiceError,
-} from "../../errors.js";
-import { SERVICE_NAME } from "../../service-name.js";
+  resultTooLargeError,
+  type VerdictTally,
+  type VerifyFlags,
+  type VerifyOutcome,
+} from "./outcome.js";
 
 export const BAD_SHAPE_DETAIL =
   'body must be a bundle object, {"bundle": {...}} or {"bundles": [...]}';
@@ -49,35 +46,6 @@ export interface VerifyRequestContext {
   /** The current service key (it changes when the key is rotated). */
   signer(): Ed25519Signer;
 }
-
-export interface VerifyFlags {
-  requireAnchor: boolean;
-  receipt: boolean;
-}
-
-export interface VerifyTask extends VerifyFlags {
-  /** The raw request body, moved (not copied) to the worker. */
-  body: ArrayBuffer;
-  /** `?cache=1`: a single bundle's answer comes back in parts, for the digest cache. */
-  cache?: boolean;
-}
-
-/** A verification remembered by the digest cache (`CachedVerdict` minus its storage time). */
-export type CacheableVerdict = Omit<CachedVerdict, "storedAtMs">;
-
-/**
- * How many of each verdict a request's answer holds, for `/metrics`: counted here, where the
- * verdicts are made, so the main thread never parses an answer to count them.
- */
-export type VerdictTally = Partial<Record<Verdict, number>>;
-
-/**
- * The worker's answer with its verdict tally, or a single bundle verified with `?cache=1`: the
- * caller caches that verdict and answers 200 from it.
- */
-export type VerifyOutcome =
-  | (Answer & { verdicts?: VerdictTally })
-  | { cacheable: CacheableVerdict; verdicts: VerdictTally };
 
 type VerifyBody =
   | { form: "single"; bundle: JsonObject }
@@ -99,19 +67,6 @@ type VerdictPayload = VerifyResult & {
   verification_receipt_error?: string;
 };
 
-/** The refusal of a request whose verdicts would pass the result budget. */
-export function resultTooLargeError(limit: number): ServiceError<"result_too_large"> {
-  return new ServiceError("result_too_large", {
-    detail: `the verdicts would hold more than ${limit} bytes of errors and reasons; send fewer or smaller bundles per request`,
-    limit,
-  });
-}
-
-/** Its body, for answers that carry it inside another shape (MCP's JSON-RPC error `data`). */
-export function resultTooLarge(limit: number) {
-  return resultTooLargeError(limit).body();
-}
-
 function verdictPayload(
   bundle: JsonValue,
   flags: VerifyFlags,
@@ -130,6 +85,27 @@ function verdictPayload(
   } catch (error) {
     if (!(error instanceof VerificationReceiptIssueError)) throw error;
     return { ...result, verification_receipt_error: error.message };
+  }
+}
+
+/**
+ * One bundle's verdict within a budget of `limit` bytes of errors and reasons, the bound
+ * `POST /verify` puts on a request: ERC-8004's evaluation carries the whole verdict, so it has
+ * the same bound. A verdict that would pass it is thrown as `result_too_large`.
+ */
+export function verifyWithinBudget(
+  bundle: JsonObject,
+  flags: Pick<VerifyFlags, "requireAnchor">,
+  limit: number,
+): VerifyResult {
+  try {
+    return verifyBundle(bundle, {
+      requireAnchor: flags.requireAnchor,
+      budget: new ResultBudget(limit),
+    });
+  } catch (error) {
+    if (!(error instanceof ResultBudgetExceeded)) throw error;
+    throw resultTooLargeError(error.limit);
   }
 }
 
@@ -162,38 +138,6 @@ function cacheableVerdict(
   return { entry, verdict: result.verdict };
 }
 
-export interface CacheMember {
-  hit: boolean;
-  /** Whole seconds since the verdict was cached; hits only. */
-  ageSeconds?: number;
-}
-
-/**
- * The response to a cached (or cacheable) single-bundle request: the verdict payload, the
- * receipt when asked for, `cache`, then `service` — assembled from the stored JSON text, so
- * a hit costs no parsing and no signature.
- */
-export function cachedVerdictResponse(
-  entry: CacheableVerdict,
-  withReceipt: boolean,
-  cache: CacheMember,
-): string {
-  const parts = [entry.verdictJson.slice(0, -1)];
-  if (withReceipt) {
-    parts.push(
-      "json" in entry.receipt
-        ? `,"verification_receipt":${entry.receipt.json}`
-        : `,"verification_receipt_error":${dumpCompact(entry.receipt.error)}`,
-    );
-  }
-  const cacheMember =
-    cache.hit && cache.ageSeconds !== undefined
-      ? { hit: true, cached_at: entry.verifiedAt, age_s: cache.ageSeconds }
-      : { hit: cache.hit, cached_at: entry.verifiedAt };
-  parts.push(`,"cache":${dumpCompact(cacheMember)},"service":${dumpCompact(SERVICE_NAME)}}`);
-  return parts.join("");
-}
-
 /**
  * The answer to one bundle (body forms 1 and 2): the verdict payload plus `service`. MCP's
  * `verify_bundle` tool answers with exactly this, so its verdicts equal `POST /verify`'s.
@@ -217,7 +161,7 @@ export function answerVerifyRequest(
   flags: VerifyFlags & { cache?: boolean },
   context: VerifyRequestContext,
 ): VerifyOutcome {
-  return answerOrRefusal(() => {
+  try {
     const request = detectBody(parseRequestJson(bytes));
     if (request.form === "bad_shape") {
       throw new ServiceError("bad_shape", { detail: BAD_SHAPE_DETAIL });
@@ -232,7 +176,10 @@ export function answerVerifyRequest(
       if (!(error instanceof ResultBudgetExceeded)) throw error;
       throw resultTooLargeError(error.limit);
     }
-  });
+  } catch (error) {
+    if (!(error instanceof ServiceError)) throw error;
+    return { ...errorAnswerOf(error), refused: error.code };
+  }
 }
 
 function verifyDetected(
@@ -250,18 +197,18 @@ function verifyDetected(
   }
   if (request.form === "single") {
     const payload = singleBundlePayload(request.bundle, flags, signer, budget, verifiedAt);
-    return { ...answer(200, payload), verdicts: tally([payload]) };
+    return { ...answer(200, payload), verdicts: tallyVerdicts([payload]) };
   }
   const results = request.bundles.map((bundle) =>
     verdictPayload(bundle, flags, signer, verifiedAt, budget),
   );
   return {
     ...answer(200, { results, count: results.length, service: SERVICE_NAME }),
-    verdicts: tally(results),
+    verdicts: tallyVerdicts(results),
   };
 }
 
-function tally(results: readonly { verdict: Verdict }[]): VerdictTally {
+export function tallyVerdicts(results: readonly { verdict: Verdict }[]): VerdictTally {
   const counts: VerdictTally = {};
   for (const { verdict } of results) counts[verdict] = (counts[verdict] ?? 0) + 1;
   return counts;
