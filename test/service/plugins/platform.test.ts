@@ -5,8 +5,13 @@
  * in one order.
  */
 import assert from "node:assert/strict";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Fastify from "fastify";
+import { journalDirectory } from "../../../queues/job-journal.js";
+import { SETTLEMENTS_QUEUE } from "../../../queues/settlements.js";
+import { buildApp } from "../../../src/service/app.js";
 import { openApiCollector } from "../../../src/service/endpoints/meta/openapi.js";
 import { bodyAdmission } from "../../../src/service/http/body-admission.js";
 import { accessControl } from "../../../src/service/plugins/access.js";
@@ -152,5 +157,32 @@ describe("OpenedResources", () => {
     assert.deepEqual(closed, ["cpu-pool", "settlement-recorder", "access-services", "backends"]);
     await opened.close();
     assert.equal(closed.length, 4);
+  });
+});
+
+describe("a start that fails", () => {
+  test("a receipt journal that cannot be read stops the start, and what was opened is closed", async () => {
+    const dataDir = await temporaryDataDir();
+    const journal = journalDirectory(dataDir, SETTLEMENTS_QUEUE);
+    await mkdir(join(journal, ".."), { recursive: true });
+    // A file where the directory should be: the journal cannot be listed.
+    await writeFile(journal, "not a directory");
+    const config = testConfig(dataDir);
+    const workerPorts = () =>
+      process.getActiveResourcesInfo().filter((resource) => resource === "MessagePort").length;
+    const portsBefore = workerPorts();
+    await assert.rejects(buildApp(config), (error: Error & { code?: string }) => {
+      assert.match(String(error.code), /^(EEXIST|ENOTDIR)$/);
+      return true;
+    });
+    // The CPU pool's worker threads (one port each) were closed with the rest.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(workerPorts(), portsBefore);
+    // And the same DATA_DIR starts cleanly once the journal is readable.
+    await rm(journal);
+    const app = await buildApp(config);
+    assert.ok(app.hasPlugin(PLATFORM.accessServices));
+    await app.close();
+    await rm(dataDir, { recursive: true, force: true });
   });
 });
