@@ -20,8 +20,10 @@
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
+import fastifyPlugin from "fastify-plugin";
 import type { ServiceLimits } from "../config.js";
 import { type Answer, errorAnswer, ServiceError, sendAnswer } from "../errors.js";
+import { FASTIFY_VERSION, PLATFORM } from "../plugins/names.js";
 
 /** Node's own test for an `Expect` that asks for `100 Continue`. */
 const CONTINUE_EXPECTATION = /(?:^|\W)100-continue(?:$|\W)/i;
@@ -221,6 +223,29 @@ export function registerRawBodyParser(app: FastifyInstance): void {
     readBody(request, payload, done);
   });
 }
+
+export const rawBodyParser = fastifyPlugin(
+  async (app: FastifyInstance) => registerRawBodyParser(app),
+  {
+    name: PLATFORM.rawBody,
+    fastify: FASTIFY_VERSION,
+  },
+);
+
+/**
+ * After access control: a body is admitted per principal (`uploadsPerKey`), so the request's
+ * principal must be known by `preParsing`.
+ */
+export const bodyAdmission = fastifyPlugin(
+  async (app: FastifyInstance) =>
+    registerBodyAdmission(app, new MemoryBudget(app.serviceConfig.http.memoryBudgetBytes)),
+  {
+    name: PLATFORM.bodyAdmission,
+    fastify: FASTIFY_VERSION,
+    dependencies: [PLATFORM.config, PLATFORM.access],
+    decorators: { fastify: ["serviceConfig"], request: ["principal"] },
+  },
+);
 
 function readBody(
   request: FastifyRequest,

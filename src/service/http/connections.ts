@@ -34,9 +34,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { BlockList, isIP, type Socket } from "node:net";
 import type { FastifyInstance, FastifyServerFactoryHandler } from "fastify";
+import fastifyPlugin from "fastify-plugin";
 import { addressNetwork } from "../../access/evaluation/client-address.js";
 import type { HttpServerConfig, TrustProxy } from "../config.js";
 import { type ErrorCode, type ErrorFields, errorAnswer, sendAnswer } from "../errors.js";
+import { FASTIFY_VERSION, PLATFORM } from "../plugins/names.js";
 
 /** How long a refused or reserve connection may sit idle, at most. */
 const BRIEF_IDLE_MS = 2000;
@@ -566,3 +568,13 @@ export function registerConnectionHooks(app: FastifyInstance): void {
     return payload;
   });
 }
+
+export const connectionHooks = fastifyPlugin(
+  async (app: FastifyInstance) => registerConnectionHooks(app),
+  {
+    name: PLATFORM.connectionHooks,
+    fastify: FASTIFY_VERSION,
+    // Its answers are in the service's error shape, set by the error handling's plugin.
+    dependencies: [PLATFORM.errors],
+  },
+);

@@ -14,6 +14,7 @@
  * is durable). `onResponse` writes the content-free audit line.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import fastifyPlugin from "fastify-plugin";
 import { dailyCapOf, type KeyStore, presentedKey } from "../../access/api-keys.js";
 import type { AuditLog } from "../../access/audit.js";
 import {
@@ -45,6 +46,7 @@ import { sendAnswer } from "../errors.js";
 import { guardAnswerStatus, headerCount } from "../http/connections.js";
 import { isChargedAnswer, isChargedRefusal } from "../work-charged.js";
 import { CORS_PREFLIGHT_ROUTE } from "./cors.js";
+import { FASTIFY_VERSION, PLATFORM } from "./names.js";
 import {
   type AccessRefusal,
   accessRefusal,
@@ -237,7 +239,6 @@ declare module "fastify" {
 }
 
 export function registerAccessControl(app: FastifyInstance, services: AccessServices): void {
-  app.decorate("accessServices", services);
   app.decorateRequest("principal", ANONYMOUS);
   app.decorateRequest("credential", null);
   app.decorateRequest("capCharge", null);
@@ -474,3 +475,24 @@ function passRefusal(
     ? missingKey()
     : services.payments.challenge(route, "pass", code);
 }
+
+/**
+ * Access control over the services `receiptd-access-services` opened. Its `onRequest` hook
+ * runs after the connection hooks' (a request without a usable Host is refused before any
+ * cap is charged) and after the CORS preflight's (a preflight carries no credentials); it
+ * counts refusals in `request.server.metrics`.
+ */
+export const accessControl = fastifyPlugin(
+  async (app: FastifyInstance) => registerAccessControl(app, app.accessServices),
+  {
+    name: PLATFORM.access,
+    fastify: FASTIFY_VERSION,
+    dependencies: [
+      PLATFORM.metrics,
+      PLATFORM.accessServices,
+      PLATFORM.connectionHooks,
+      PLATFORM.cors,
+    ],
+    decorators: { fastify: ["metrics", "accessServices"] },
+  },
+);

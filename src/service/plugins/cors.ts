@@ -13,9 +13,11 @@
  */
 import cors from "@fastify/cors";
 import type { FastifyInstance } from "fastify";
+import fastifyPlugin from "fastify-plugin";
 import { PAYMENT_HEADERS } from "../../payments/codec.js";
 import { PASS_TOKEN_HEADER } from "../../payments/pass-token.js";
 import type { CorsConfig } from "../config.js";
+import { FASTIFY_VERSION, PLATFORM } from "./names.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
 declare module "fastify" {
@@ -92,3 +94,14 @@ export async function registerCors(app: FastifyInstance, config: CorsConfig): Pr
     strictPreflight: false,
   });
 }
+
+/** Registered (and named) even when CORS is off, so access control can depend on its place. */
+export const corsPlugin = fastifyPlugin(
+  async (app: FastifyInstance) => registerCors(app, app.serviceConfig.cors),
+  {
+    name: PLATFORM.cors,
+    fastify: FASTIFY_VERSION,
+    dependencies: [PLATFORM.config],
+    decorators: { fastify: ["serviceConfig"] },
+  },
+);

@@ -6,10 +6,12 @@
  * nothing else: no message, no stack trace.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import fastifyPlugin from "fastify-plugin";
 import { DocumentStoreUnavailableError } from "../../storage/document-store.js";
 import { ClientGoneError, CpuPoolOverloadedError, WorkLimitExceededError } from "../cpu-pool.js";
 import { CHARGED_REFUSALS, ERROR_STATUS, type ErrorCode, ServiceError } from "../errors.js";
 import { chargeWorkDone } from "../work-charged.js";
+import { FASTIFY_VERSION, PLATFORM } from "./names.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
 function isClientError(error: FastifyError): boolean {
@@ -118,3 +120,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
     );
   });
 }
+
+export const errorHandling = fastifyPlugin(
+  async (app: FastifyInstance) => registerErrorHandling(app),
+  {
+    name: PLATFORM.errors,
+    fastify: FASTIFY_VERSION,
+  },
+);

@@ -12,9 +12,11 @@ import {
   type FastifyServerOptions,
   LogController,
 } from "fastify";
+import fastifyPlugin from "fastify-plugin";
 import { destination } from "pino";
 import type { LogDestination, ServiceConfig } from "../config.js";
 import { guardAnswerStatus } from "../http/connections.js";
+import { FASTIFY_VERSION, PLATFORM } from "./names.js";
 
 interface LoggedRequest {
   method?: string;
@@ -133,6 +135,11 @@ export function logAborts(app: FastifyInstance): void {
     );
   });
 }
+
+export const abortLogging = fastifyPlugin(async (app: FastifyInstance) => logAborts(app), {
+  name: PLATFORM.abortLogging,
+  fastify: FASTIFY_VERSION,
+});
 
 /**
  * Fastify logs a bare `Server listening at …` per address it listens on; server.ts logs one

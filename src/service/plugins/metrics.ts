@@ -3,7 +3,9 @@
  * once per answered request, refusals from the access plugin and the error handler included.
  */
 import type { FastifyInstance } from "fastify";
+import fastifyPlugin from "fastify-plugin";
 import { UNMATCHED_ROUTE } from "../../metrics/metrics.js";
+import { FASTIFY_VERSION, PLATFORM } from "./names.js";
 
 export function registerRequestMetrics(app: FastifyInstance): void {
   app.addHook("onResponse", async (request, reply) => {
@@ -18,3 +20,13 @@ export function registerRequestMetrics(app: FastifyInstance): void {
     );
   });
 }
+
+export const requestMetrics = fastifyPlugin(
+  async (app: FastifyInstance) => registerRequestMetrics(app),
+  {
+    name: PLATFORM.requestMetrics,
+    fastify: FASTIFY_VERSION,
+    dependencies: [PLATFORM.metrics],
+    decorators: { fastify: ["metrics"] },
+  },
+);

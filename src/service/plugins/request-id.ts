@@ -4,6 +4,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
+import fastifyPlugin from "fastify-plugin";
+import { FASTIFY_VERSION, PLATFORM } from "./names.js";
 
 export const REQUEST_ID_HEADER = "x-request-id";
 
@@ -17,3 +19,11 @@ export function registerRequestIdHeader(app: FastifyInstance): void {
     reply.header(REQUEST_ID_HEADER, request.id);
   });
 }
+
+export const requestIdHeader = fastifyPlugin(
+  async (app: FastifyInstance) => registerRequestIdHeader(app),
+  {
+    name: PLATFORM.requestId,
+    fastify: FASTIFY_VERSION,
+  },
+);

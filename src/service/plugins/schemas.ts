@@ -1,12 +1,14 @@
 /**
  * Route schemas validate query strings, params and headers in Fastify as usual. Bodies are
- * the exception: they reach handlers as raw bytes (plugins/raw-body.ts) and are validated by
- * the worker after strict parsing, against the same `body` schema (schemas/body-validator.ts).
- * So the body schema stays declared on the route — for the OpenAPI document — and Fastify's
- * own body validation is switched off.
+ * the exception: they reach handlers as raw bytes (the parser of http/body-admission.ts) and
+ * are validated by the worker after strict parsing, against the same `body` schema
+ * (`bodyValidator`, src/validation/body-validator.ts). So the body schema stays declared on
+ * the route — for the OpenAPI document — and Fastify's own body validation is switched off.
  */
 import { Ajv } from "ajv";
 import type { FastifyInstance } from "fastify";
+import fastifyPlugin from "fastify-plugin";
+import { FASTIFY_VERSION, PLATFORM } from "./names.js";
 
 export function registerSchemaValidation(app: FastifyInstance): void {
   // Fastify's defaults for the parts it still validates: coerce query strings to the
@@ -22,3 +24,8 @@ export function registerSchemaValidation(app: FastifyInstance): void {
     return ajv.compile(schema);
   });
 }
+
+export const schemaValidation = fastifyPlugin(
+  async (app: FastifyInstance) => registerSchemaValidation(app),
+  { name: PLATFORM.schemas, fastify: FASTIFY_VERSION },
+);

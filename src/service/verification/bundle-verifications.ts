@@ -5,11 +5,13 @@
  * itself runs on a worker (`answer.ts`); this side moves bytes, reads and writes the cache,
  * and counts.
  */
-import type { FastifyBaseLogger } from "fastify";
+import type { FastifyBaseLogger, FastifyInstance } from "fastify";
+import fastifyPlugin from "fastify-plugin";
 import { type CachedVerdict, type DigestCache, digestCacheKey } from "../../cache/digest-cache.js";
 import type { ServiceMetrics } from "../../metrics/metrics.js";
 import type { CpuPool, RunOptions } from "../cpu-pool.js";
 import type { Answer } from "../errors.js";
+import { FASTIFY_VERSION, PLATFORM } from "../plugins/names.js";
 import { transferableBody } from "../plugins/raw-body.js";
 import type { TaskDefinition } from "../tasks/define-task.js";
 import { type CacheableVerdict, cachedVerdictResponse } from "./cached-verdict.js";
@@ -124,3 +126,31 @@ export class BundleVerifications {
 function verdictAnswer(json: string): Answer<200> {
   return { statusCode: 200, json };
 }
+
+/**
+ * `bundleVerifications`, for the endpoints that verify bundles. The task is handed in, not
+ * imported, so this shared module does not reach into the verify endpoint's folder.
+ */
+export const bundleVerificationsPlugin = fastifyPlugin<{
+  task: TaskDefinition<VerifyTask, VerifyOutcome>;
+}>(
+  async (app: FastifyInstance, { task }) => {
+    app.decorate(
+      "bundleVerifications",
+      new BundleVerifications({
+        pool: app.cpuPool,
+        task,
+        digestCache: app.digestCache,
+        metrics: app.metrics,
+        clock: app.clock,
+        log: app.log,
+      }),
+    );
+  },
+  {
+    name: PLATFORM.bundleVerifications,
+    fastify: FASTIFY_VERSION,
+    dependencies: [PLATFORM.config, PLATFORM.metrics, PLATFORM.backends, PLATFORM.cpuPool],
+    decorators: { fastify: ["cpuPool", "digestCache", "metrics", "clock"] },
+  },
+);

@@ -15,6 +15,7 @@ import fastifyPlugin from "fastify-plugin";
 import { VERIFIER_VERSION } from "../../../verifier/version.js";
 import { ERROR_STATUS, type ErrorCode } from "../../errors.js";
 import type { RouteAccess } from "../../plugins/access.js";
+import { FASTIFY_VERSION, PLATFORM } from "../../plugins/names.js";
 import { codesByStatus, describeCodes, errorResponseSchema } from "../../schemas/errors.js";
 
 type Tag =
@@ -394,8 +395,7 @@ function serverOf(url: string) {
   };
 }
 
-/** Must be registered before the routes it describes: it collects them as they are added. */
-export const openApiCollector = fastifyPlugin(async (app: FastifyInstance) => {
+async function collectOpenApi(app: FastifyInstance) {
   const routes = new Map<string, RouteFacts>();
   app.addHook("onRoute", (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
@@ -432,6 +432,14 @@ export const openApiCollector = fastifyPlugin(async (app: FastifyInstance) => {
       return completeDocument(generated, routes, payments);
     },
   });
+}
+
+/** Must be registered before the routes it describes: it collects them as they are added. */
+export const openApiCollector = fastifyPlugin(collectOpenApi, {
+  name: PLATFORM.openApiCollector,
+  fastify: FASTIFY_VERSION,
+  dependencies: [PLATFORM.config],
+  decorators: { fastify: ["serviceConfig"] },
 });
 
 /** Adds the names, security, derived refusals, shared schemas and tags to the generated document. */
