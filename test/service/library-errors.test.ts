@@ -124,7 +124,7 @@ describe("library errors", () => {
       error: "work_limit_exceeded",
       limit: 250,
     });
-    assert.deepEqual(refusalFor(new ClientGoneError("gone"))?.body(), { error: "client_closed" });
+    assert.deepEqual(refusalFor(new ClientGoneError())?.body(), { error: "client_closed" });
     const submission = new SubmissionError("missing_section", "no bundle section");
     assert.deepEqual(refusalFor(submission, (error) => ({ detail: error.detail }))?.body(), {
       error: "missing_section",
@@ -147,7 +147,7 @@ describe("library errors", () => {
       escapedRefusal(new ChallengeLedgerUnavailableError("down"))?.code,
       "challenge_ledger_unavailable",
     );
-    assert.equal(escapedRefusal(new ClientGoneError("gone"))?.status, 499);
+    assert.equal(escapedRefusal(new ClientGoneError())?.status, 499);
     // The same failure on the service's own data is a fault, not the client's bad request.
     assert.equal(escapedRefusal(new StrictJsonError("syntax", "Expecting value")), null);
     assert.equal(escapedRefusal(new PaymentError("signer_mismatch", "x")), null);
