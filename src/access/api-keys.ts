@@ -27,6 +27,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { DocumentStore } from "../storage/document-store.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { canonicalBytes } from "../verifier/json/canonical.js";
 import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
 import { isObject, type JsonObject, type JsonValue } from "../verifier/json/value.js";
@@ -117,17 +118,20 @@ export type RevokeResult =
   | { status: "already_revoked"; key: ApiKey }
   | { status: "not_found" };
 
+export type KeyOptionErrorCode = "bad_key_option";
 /** A name, plan or cap that cannot be stored. */
-export class KeyOptionError extends Error {
+export class KeyOptionError extends codedErrorClass<KeyOptionErrorCode>("bad_key_option") {
   override readonly name = "KeyOptionError";
 }
 
-export class KeyNameTakenError extends Error {
+export type KeyNameTakenErrorCode = "key_name_taken";
+export class KeyNameTakenError extends codedErrorClass<KeyNameTakenErrorCode>("key_name_taken") {
   override readonly name = "KeyNameTakenError";
 }
 
+export type KeyStoreErrorCode = "key_store_invalid";
 /** A stored record that is not one this module wrote, or a write that kept losing races. */
-export class KeyStoreError extends Error {
+export class KeyStoreError extends codedErrorClass<KeyStoreErrorCode>("key_store_invalid") {
   override readonly name = "KeyStoreError";
 }
 

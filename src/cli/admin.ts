@@ -12,6 +12,7 @@ import pg from "pg";
 import { normalisePrefix } from "../redis/connection.js";
 import { ConfigError, loadConfig } from "../service/config.js";
 import { quoteSchema } from "../storage/pg-migrations.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
 
 export const USAGE = "usage: receiptd admin purge [--prefix PREFIX] [--schema SCHEMA] [--yes]";
@@ -31,8 +32,8 @@ Exit codes: 0 done (or shown), 2 usage, configuration or connection error.
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-class UsageError extends Error {}
-class PurgeError extends Error {}
+class UsageError extends codedErrorClass("usage") {}
+class PurgeError extends codedErrorClass("purge_failed") {}
 
 const CONNECT_TIMEOUT_MS = 5_000;
 

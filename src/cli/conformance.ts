@@ -23,6 +23,7 @@ import {
 import { conformanceReportProblems } from "../conformance/report.js";
 import { type CallProblem, runConformance, type VerifierCli } from "../conformance/run.js";
 import { answerConformanceRequest } from "../service/endpoints/conformance/answer.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { sha256Digest } from "../verifier/crypto/digest.js";
 import { generateSigner } from "../verifier/crypto/ed25519.js";
 import { canonicalBytes, canonicalText } from "../verifier/json/canonical.js";
@@ -73,9 +74,9 @@ verify, 2 usage, corpus, I/O or referee errors.
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-class UsageError extends Error {}
+class UsageError extends codedErrorClass("usage") {}
 /** Anything that stops the run before a report is in hand: exit 2. */
-class RunError extends Error {}
+class RunError extends codedErrorClass("run_failed") {}
 
 const DEFAULT_TIMEOUT_SECONDS = 60;
 const REFEREE_TIMEOUT_MS = 120_000;

@@ -9,6 +9,7 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { type AnchorResult, verifyProof } from "../verifier/anchor/index.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { recordDigest } from "../verifier/crypto/digest.js";
 import { dumpJson } from "../verifier/json/dump.js";
 import { parseJson } from "../verifier/json/parse.js";
@@ -51,7 +52,7 @@ export type AnchorCliResult = Omit<AnchorResult, "code"> & {
   code: AnchorResult["code"] | "io_error" | "unknown_target" | "anchor_binding_mismatch";
 };
 
-class UsageError extends Error {}
+class UsageError extends codedErrorClass("usage") {}
 
 interface VerifyRequest {
   proofPath: string;

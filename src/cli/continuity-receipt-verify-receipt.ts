@@ -9,6 +9,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { loadAndMergeRevocations } from "../io/revocation-sources.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { sha256Digest } from "../verifier/crypto/digest.js";
 import { CanonicalizationError, canonicalBytes } from "../verifier/json/canonical.js";
 import { dumpJson } from "../verifier/json/dump.js";
@@ -40,7 +41,7 @@ Exit status: 0 valid, 1 invalid, 2 unreadable input or usage error.
 `;
 }
 
-class InputError extends Error {}
+class InputError extends codedErrorClass("bad_input") {}
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -23,6 +23,7 @@ import {
 import { expireCrystals } from "../crystals/expiry.js";
 import { ConfigError, loadConfig } from "../service/config.js";
 import { openDocumentStore } from "../storage/open.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { CanonicalizationError, canonicalText } from "../verifier/json/canonical.js";
 import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
 import { fromPlain, isObject, type JsonObject, type JsonValue } from "../verifier/json/value.js";
@@ -81,7 +82,7 @@ const processCrystalIo: CrystalCliIo = {
 };
 
 /** A refusal worth one line on stderr and exit code 2. */
-class UsageError extends Error {}
+class UsageError extends codedErrorClass("usage") {}
 
 const HEX_KEY = /^[0-9a-fA-F]{64}\r?\n?$/;
 

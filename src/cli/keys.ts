@@ -23,6 +23,7 @@ import { serviceKeyPath, signerFromPem } from "../service/service-key.js";
 import { readIfPresent } from "../storage/atomic-file.js";
 import { DocumentStoreUnavailableError } from "../storage/document-store.js";
 import { openDocumentStore } from "../storage/open.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
 
 export const USAGE = `usage: receiptd keys create --name NAME [--cap N] [--plan PLAN] [--json | --key-only]
@@ -50,7 +51,7 @@ Exit codes: 0 done, 1 no such key (revoke), 2 usage or I/O error.
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-class UsageError extends Error {}
+class UsageError extends codedErrorClass("usage") {}
 
 /** Left-aligned columns, except those listed in `right`; two spaces between columns. */
 export function formatTable(rows: string[][], right: ReadonlySet<number> = new Set()): string {

@@ -26,6 +26,7 @@ import { ServiceKeyError, serviceKeyPath, signerFromPem } from "../service/servi
 import { readIfPresent } from "../storage/atomic-file.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { openDocumentStore } from "../storage/open.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { canDecodeDidKey } from "../verifier/crypto/ed25519.js";
 import { dumpJson } from "../verifier/json/dump.js";
 import { parseJson } from "../verifier/json/parse.js";
@@ -51,7 +52,7 @@ Prints the result as JSON. Exit status: 0 valid, 1 invalid, 2 unreadable input o
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-class InputError extends Error {}
+class InputError extends codedErrorClass("bad_input") {}
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -16,6 +16,7 @@ import {
   statementsByIssuer,
 } from "../service/endpoints/revocations/documents.js";
 import { openDocumentStore } from "../storage/open.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import {
   MAX_REVOCATION_DOCUMENT_BYTES,
   parseRevocationDocument,
@@ -37,7 +38,7 @@ Exit codes: 0 stored, 2 usage, I/O or invalid document.
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-class ImportRefused extends Error {}
+class ImportRefused extends codedErrorClass("import_refused") {}
 
 async function readDocumentFile(file: string): Promise<Buffer> {
   try {

@@ -10,6 +10,7 @@
 import { readFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { VERDICTS, type Verdict } from "../verifier/bundle/result.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { sha256Digest } from "../verifier/crypto/digest.js";
 import { compareCodePoints } from "../verifier/json/canonical.js";
 import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
@@ -78,8 +79,9 @@ export interface CorpusSectionSummary {
 
 export type CorpusSummary = Partial<Record<Section, CorpusSectionSummary>>;
 
+export type CorpusErrorCode = "corpus_invalid";
 /** A manifest exists but cannot be graded against: an operator's error, never a client's. */
-export class CorpusError extends Error {
+export class CorpusError extends codedErrorClass<CorpusErrorCode>("corpus_invalid") {
   override readonly name = "CorpusError";
 }
 

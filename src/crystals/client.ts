@@ -7,6 +7,7 @@
  * place in the tenant's lineage (moving it elsewhere makes it fail to open).
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import type { JsonObject } from "../verifier/json/value.js";
 import {
   CRYSTAL_KEY_BYTES,
@@ -57,8 +58,9 @@ export type OpenableEnvelope = Pick<
   "crystal_id" | "parent_crystal_id" | "tenant_hash" | "nonce" | "ciphertext" | "created_at"
 > & { spec?: string; cipher?: string; size_bytes?: number };
 
+export type CrystalOpenErrorCode = "crystal_unopenable";
 /** An envelope that cannot be opened: malformed, altered, or the wrong key. */
-export class CrystalOpenError extends Error {
+export class CrystalOpenError extends codedErrorClass<CrystalOpenErrorCode>("crystal_unopenable") {
   override readonly name = "CrystalOpenError";
 }
 

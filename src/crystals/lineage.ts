@@ -5,6 +5,8 @@
  *
  * Pure and synchronous; the service runs it on a CPU-pool thread.
  */
+
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { canonicalBytes } from "../verifier/json/canonical.js";
 import { dumpCompact } from "../verifier/json/dump.js";
 import { parseJson } from "../verifier/json/parse.js";
@@ -35,8 +37,11 @@ export function lineageSummary(crystal: ValidCrystal): Buffer {
   return canonicalBytes(entryObject(crystal));
 }
 
+export type LineageSummaryErrorCode = "bad_lineage_summary";
 /** A summary the service wrote and now cannot read: a fault, never a client's error. */
-export class LineageSummaryError extends Error {
+export class LineageSummaryError extends codedErrorClass<LineageSummaryErrorCode>(
+  "bad_lineage_summary",
+) {
   override readonly name = "LineageSummaryError";
 }
 

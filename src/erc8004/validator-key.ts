@@ -20,12 +20,16 @@ import type { PrivateKeyAccount } from "viem/accounts";
 import { type Address, publicKeyToAddress } from "../evm/address.js";
 import { loadViemAccounts } from "../evm/viem.js";
 import { createFileOnce, readIfPresent } from "../storage/atomic-file.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 
 export const VALIDATOR_KEY_FILE = "validator-key.hex";
 
 const KEY_TEXT = /^0x[0-9a-f]{64}\n?$/;
 
-export class ValidatorKeyError extends Error {
+export type ValidatorKeyErrorCode = "validator_key_invalid";
+export class ValidatorKeyError extends codedErrorClass<ValidatorKeyErrorCode>(
+  "validator_key_invalid",
+) {
   override readonly name = "ValidatorKeyError";
 }
 

@@ -5,7 +5,7 @@
  * Several of our codes share one x402 reason: x402 names one signature reason for what we
  * tell apart (high-s, bad v, wrong signer, smart-wallet length).
  */
-import { CodedError } from "../verifier/coded-error.js";
+import { CodedError, codedErrorClass } from "../verifier/coded-error.js";
 
 export const PAYMENT_ERROR_REASONS = {
   payment_header_too_large: "invalid_payload",
@@ -50,7 +50,10 @@ export class PaymentError extends CodedError<PaymentErrorCode> {
   }
 }
 
+export type PaymentConfigErrorCode = "payment_config_invalid";
 /** A payment configuration that cannot produce valid requirements (a startup error). */
-export class PaymentConfigError extends Error {
+export class PaymentConfigError extends codedErrorClass<PaymentConfigErrorCode>(
+  "payment_config_invalid",
+) {
   override readonly name = "PaymentConfigError";
 }

@@ -19,6 +19,7 @@
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { dumpCompact } from "../verifier/json/dump.js";
 import { parseJson } from "../verifier/json/parse.js";
 import { type JsonObject, type JsonValue, jsonObject } from "../verifier/json/value.js";
@@ -52,7 +53,7 @@ interface ParsedRequest {
   readonly requirement: ExactRequirement;
 }
 
-class BadRequest extends Error {}
+class BadRequest extends codedErrorClass("bad_request") {}
 
 function parseRequest(bytes: Buffer): ParsedRequest {
   let body: JsonValue;

@@ -10,6 +10,7 @@ import { auditDirFrom } from "../access/audit.js";
 import type { MetricsListenerConfig } from "../metrics/server.js";
 import { PaymentConfigError } from "../payments/errors.js";
 import { type PaymentSettings, paymentSettings } from "../payments/requirements.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import type { TaskEndpoint } from "./tasks/define-task.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -299,7 +300,8 @@ export interface ConfigOverrides
   http?: Partial<HttpServerConfig>;
 }
 
-export class ConfigError extends Error {
+export type ConfigErrorCode = "config_invalid";
+export class ConfigError extends codedErrorClass<ConfigErrorCode>("config_invalid") {
   override readonly name = "ConfigError";
 }
 

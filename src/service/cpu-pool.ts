@@ -16,6 +16,7 @@ import { setFlagsFromString } from "node:v8";
 import type { ResourceLimits } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { CpuPoolStats } from "../metrics/metrics.js";
+import { CodedError, codedErrorClass } from "../verifier/coded-error.js";
 import { DEFAULT_TASK_DEADLINE_MS } from "./config.js";
 import {
   RUNNING_FROM_SOURCE,
@@ -72,21 +73,27 @@ interface BatchQueue {
   inFlight: number;
 }
 
+export type CpuPoolOverloadedErrorCode = "pool_overloaded";
 /** The pool's queue is full: the caller should shed the request, not wait. */
-export class CpuPoolOverloadedError extends Error {
+export class CpuPoolOverloadedError extends codedErrorClass<CpuPoolOverloadedErrorCode>(
+  "pool_overloaded",
+) {
   override readonly name = "CpuPoolOverloadedError";
 }
 
-/** The task ran past the pool's deadline (`limitMs`) and was abandoned. */
-export class WorkLimitExceededError extends Error {
+/** The task ran past the pool's deadline (`limit`, in ms) and was abandoned. */
+export type WorkLimitExceededErrorCode = "work_limit_exceeded";
+export class WorkLimitExceededError extends CodedError<WorkLimitExceededErrorCode> {
   override readonly name = "WorkLimitExceededError";
-  constructor(readonly limitMs: number) {
-    super(`the task did not finish within ${limitMs} ms`);
+  constructor(readonly limit: number) {
+    const message = `the task did not finish within ${limit} ms`;
+    super("work_limit_exceeded", message, { message });
   }
 }
 
+export type ClientGoneErrorCode = "client_gone";
 /** The task's client closed its connection: nobody is left to read the answer. */
-export class ClientGoneError extends Error {
+export class ClientGoneError extends codedErrorClass<ClientGoneErrorCode>("client_gone") {
   override readonly name = "ClientGoneError";
   constructor() {
     super("the client closed its connection");

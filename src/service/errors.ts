@@ -10,10 +10,19 @@
  * a property of the instance and what a client sees.
  */
 import type { FastifyReply } from "fastify";
+import { PAYMENT_ERROR_REASONS, type PaymentErrorCode } from "../payments/errors.js";
 import { dumpCompact } from "../verifier/json/dump.js";
 import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
 import type { JsonValue } from "../verifier/json/value.js";
 import { chargeWorkDone } from "./work-charged.js";
+
+/**
+ * The payment codes are listed once, with their x402 reasons (payments/errors.ts); here they
+ * only get their status, typed per code so that `ErrorStatus<"signer_mismatch">` is `402`.
+ */
+const PAYMENT_ERROR_STATUS = Object.fromEntries(
+  Object.keys(PAYMENT_ERROR_REASONS).map((code) => [code, 402]),
+) as { readonly [Code in PaymentErrorCode]: 402 };
 
 /** Every public error code of the HTTP API and its one status. */
 export const ERROR_STATUS = {
@@ -34,7 +43,7 @@ export const ERROR_STATUS = {
   missing_section: 400,
   submission_not_canonical: 400,
   proof_rejected: 400,
-  // ERC-8004 request checks (erc8004-request.ts).
+  // ERC-8004 request checks (endpoints/erc8004/answer.ts).
   ambiguous_bundle: 400,
   bad_bundle: 400,
   bad_bundle_bytes: 400,
@@ -75,27 +84,9 @@ export const ERROR_STATUS = {
   key_expired: 401,
   internal_token_required: 401,
   payment_required: 402,
-  // x402 challenges (402): why a payment (payments/errors.ts) or a pass token
+  // x402 challenges (402): why a payment (payments/errors.ts lists its codes) or a pass token
   // (payments/pass-token.ts) was not taken; the challenge offers a new one.
-  payment_header_too_large: 402,
-  multiple_payment_headers: 402,
-  invalid_payment_encoding: 402,
-  invalid_payment_json: 402,
-  invalid_payload: 402,
-  invalid_x402_version: 402,
-  invalid_scheme: 402,
-  invalid_network: 402,
-  invalid_payment_requirements: 402,
-  invalid_exact_evm_payload_recipient_mismatch: 402,
-  invalid_exact_evm_payload_authorization_value: 402,
-  invalid_exact_evm_payload_authorization_valid_after: 402,
-  invalid_exact_evm_payload_authorization_valid_before: 402,
-  invalid_exact_evm_payload_signature: 402,
-  signature_high_s: 402,
-  signature_bad_v: 402,
-  signature_unsupported_length: 402,
-  signer_mismatch: 402,
-  nonce_already_used: 402,
+  ...PAYMENT_ERROR_STATUS,
   pass_malformed: 402,
   pass_signature_invalid: 402,
   pass_issuer_unknown: 402,

@@ -8,11 +8,15 @@ import { createHash, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto"
 import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { createFileOnce, readIfPresent } from "../storage/atomic-file.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 
 /** Header values are visible ASCII; shorter tokens are refused as too easy to guess. */
 const TOKEN = /^[\x21-\x7e]{32,1024}$/;
 
-export class InternalTokenError extends Error {
+export type InternalTokenErrorCode = "internal_token_invalid";
+export class InternalTokenError extends codedErrorClass<InternalTokenErrorCode>(
+  "internal_token_invalid",
+) {
   override readonly name = "InternalTokenError";
 }
 

@@ -27,6 +27,7 @@ import {
   syncDirectory,
 } from "../storage/atomic-file.js";
 import type { DocumentStore } from "../storage/document-store.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
 import { member } from "../verifier/json/value.js";
 import {
@@ -54,7 +55,10 @@ export const ROTATION_REASON = "key rotation";
 /** Slack on top of the refresh interval, for a holder caught in the middle of its check. */
 const SWITCH_SLACK_MS = 250;
 
-export class KeyRotationError extends Error {
+export type KeyRotationErrorCode = "key_rotation_refused";
+export class KeyRotationError extends codedErrorClass<KeyRotationErrorCode>(
+  "key_rotation_refused",
+) {
   override readonly name = "KeyRotationError";
 }
 

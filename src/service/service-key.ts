@@ -13,6 +13,7 @@ import { readFileSync, statSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createFileOnce, readIfPresent } from "../storage/atomic-file.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { type Ed25519Signer, signerFromPrivateKey } from "../verifier/crypto/ed25519.js";
 
 export const SERVICE_KEY_FILE = "service-key.pem";
@@ -20,7 +21,8 @@ export const SERVICE_KEY_FILE = "service-key.pem";
 /** How stale a holder's view of the key file may be; rotation waits longer than this. */
 export const KEY_REFRESH_MS = 1000;
 
-export class ServiceKeyError extends Error {
+export type ServiceKeyErrorCode = "service_key_invalid";
+export class ServiceKeyError extends codedErrorClass<ServiceKeyErrorCode>("service_key_invalid") {
   override readonly name = "ServiceKeyError";
 }
 

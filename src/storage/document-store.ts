@@ -5,6 +5,7 @@
  * (`FsDocumentStore`); distributed mode in PostgreSQL. Routes and processors see only this
  * interface.
  */
+import { codedErrorClass } from "../verifier/coded-error.js";
 
 /** Collection names are fixed by the code, never taken from a request. */
 export type CollectionName =
@@ -69,7 +70,10 @@ export interface StoreSpace {
   minFreeBytes: number;
 }
 
+export type DocumentStoreUnavailableErrorCode = "store_unavailable";
 /** The store could not be reached or could not write: the caller answers 503, nothing is lost. */
-export class DocumentStoreUnavailableError extends Error {
+export class DocumentStoreUnavailableError extends codedErrorClass<DocumentStoreUnavailableErrorCode>(
+  "store_unavailable",
+) {
   override readonly name = "DocumentStoreUnavailableError";
 }

@@ -7,6 +7,8 @@
  * the regex let through but is not a real instant; that is a reference crash (§11.3), reported
  * here as `TimestampCrash` so the verifier can answer with a structured result instead.
  */
+
+import { CodedError } from "./coded-error.js";
 import type { JsonValue } from "./json/value.js";
 import { reprString } from "./py/repr.js";
 
@@ -18,14 +20,16 @@ export function isValidTimestamp(value: JsonValue | undefined): value is string 
   return typeof value === "string" && PY_TIMESTAMP.test(value);
 }
 
+export type TimestampCrashCode = "timestamp_crash";
+
 /** Raised where the reference's `datetime.fromisoformat` would raise; `message` is Python's. */
-export class TimestampCrash extends Error {
+export class TimestampCrash extends CodedError<TimestampCrashCode> {
   override readonly name = "TimestampCrash";
   constructor(
     readonly timestamp: string,
     message = `Invalid isoformat string: ${reprString(timestamp.replace("Z", "+00:00"))}`,
   ) {
-    super(message);
+    super("timestamp_crash", message, { message });
   }
 }
 

@@ -15,6 +15,7 @@
  */
 import { parseOtsProof, verifyProof } from "../verifier/anchor/index.js";
 import { type DocumentResult, verifyBundleBytes } from "../verifier/bundle/verify-document.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
 import { verifierCrypto } from "../verifier/crypto/provider.js";
 import { dumpJson } from "../verifier/json/dump.js";
 import { parseJson } from "../verifier/json/parse.js";
@@ -65,8 +66,9 @@ export interface AnchorOptions {
   headers?: HeadersInput;
 }
 
+export type ReceiptdInputErrorCode = "bad_input";
 /** Input a CLI refuses before it checks anything (exit status 2). */
-export class ReceiptdInputError extends Error {
+export class ReceiptdInputError extends codedErrorClass<ReceiptdInputErrorCode>("bad_input") {
   override readonly name = "ReceiptdInputError";
 }
 

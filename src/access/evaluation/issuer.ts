@@ -17,6 +17,8 @@
  * The anonymous daily cap is charged by the access plugin before any of this, like every
  * anonymous call, and given back when the answer is a refusal.
  */
+
+import { codedErrorClass } from "../../verifier/coded-error.js";
 import type { CreatedKey, KeyStore } from "../api-keys.js";
 import { type CapStore, consumeAll, refundAll } from "../caps.js";
 import { type ChallengeLedger, SPENT_GRACE_MS } from "./challenge-ledger.js";
@@ -67,8 +69,11 @@ export interface IssueRequest {
   clientAddress: string | undefined;
 }
 
+export type ChallengeLedgerUnavailableErrorCode = "challenge_ledger_unavailable";
 /** The replay ledger could not be asked: nobody can tell a replay now (answered 503). */
-export class ChallengeLedgerUnavailableError extends Error {
+export class ChallengeLedgerUnavailableError extends codedErrorClass<ChallengeLedgerUnavailableErrorCode>(
+  "challenge_ledger_unavailable",
+) {
   override readonly name = "ChallengeLedgerUnavailableError";
 }
 

@@ -7,9 +7,8 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
-import { DocumentStoreUnavailableError } from "../../storage/document-store.js";
-import { ClientGoneError, CpuPoolOverloadedError, WorkLimitExceededError } from "../cpu-pool.js";
 import { CHARGED_REFUSALS, ERROR_STATUS, type ErrorCode, ServiceError } from "../errors.js";
+import { escapedRefusal, withRetryAfter } from "../library-errors.js";
 import { chargeWorkDone } from "../work-charged.js";
 import { FASTIFY_VERSION, PLATFORM } from "./names.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
@@ -28,17 +27,10 @@ function handleError(error: FastifyError, request: FastifyRequest, reply: Fastif
     if (CHARGED_REFUSALS.has(error.code)) chargeWorkDone(reply);
     return refuse(reply, error);
   }
-  if (error instanceof CpuPoolOverloadedError) {
-    return refuse(reply.header("retry-after", "1"), new ServiceError("overloaded"));
-  }
-  if (error instanceof WorkLimitExceededError) {
-    return refuse(reply, new ServiceError("work_limit_exceeded", { limit: error.limitMs }));
-  }
-  if (error instanceof ClientGoneError) return refuse(reply, new ServiceError("client_closed"));
-  // Nothing was half-written (every store write is one atomic statement): retrying is safe.
-  if (error instanceof DocumentStoreUnavailableError) {
-    return refuse(reply.header("retry-after", "1"), new ServiceError("store_unavailable"));
-  }
+  // A library error that names a condition of the service (overloaded, past its deadline, a
+  // store that cannot be reached, a client gone): its refusal comes from the one table.
+  const refusal = escapedRefusal(error);
+  if (refusal !== null) return refuse(reply, withRetryAfter(reply, refusal));
   if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
     const limit = request.routeOptions.bodyLimit;
     return refuse(reply, new ServiceError("body_too_large", { limit }));

@@ -16,6 +16,8 @@
  * containers are measured once and remembered). Without a budget (the CLIs, the library's
  * default) verification is unbounded, as in the reference.
  */
+
+import { CodedError } from "../coded-error.js";
 import { dumpCompact } from "../json/dump.js";
 import { isArray, isObject, type JsonValue } from "../json/value.js";
 import type { VerificationError } from "./result.js";
@@ -48,11 +50,14 @@ function isLowSurrogate(c: number): boolean {
   return c >= 0xdc00 && c <= 0xdfff;
 }
 
+export type ResultBudgetExceededCode = "result_too_large";
+
 /** The entries of one request would exceed the budget's limit (in bytes of JSON). */
-export class ResultBudgetExceeded extends Error {
+export class ResultBudgetExceeded extends CodedError<ResultBudgetExceededCode> {
   override readonly name = "ResultBudgetExceeded";
   constructor(readonly limit: number) {
-    super(`the errors and reasons would exceed ${limit} bytes of JSON`);
+    const message = `the errors and reasons would exceed ${limit} bytes of JSON`;
+    super("result_too_large", message, { message });
   }
 }
 

@@ -7,12 +7,15 @@
  * non-strict `binascii.a2b_base64` decide what is an error. Reproducing that loop
  * exactly keeps "signature does not verify" decisions identical for junk input.
  */
+import { codedErrorClass } from "../coded-error.js";
+
 const DECODE = new Int16Array(256).fill(-1);
 "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".split("").forEach((ch, i) => {
   DECODE[ch.charCodeAt(0)] = i;
 });
 
-export class Base64Error extends Error {
+export type Base64ErrorCode = "bad_base64";
+export class Base64Error extends codedErrorClass<Base64ErrorCode>("bad_base64") {
   override readonly name = "Base64Error";
 }
 

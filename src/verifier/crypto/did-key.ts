@@ -3,6 +3,8 @@
  * base58btc as one big integer, one zero byte per leading `1`, then 34 bytes that
  * start with `ed 01`. Anything else is not a key.
  */
+import { codedErrorClass } from "../coded-error.js";
+
 const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 const DIGIT = new Int8Array(128).fill(-1);
 for (let i = 0; i < ALPHABET.length; i++) DIGIT[ALPHABET.charCodeAt(i)] = i;
@@ -20,7 +22,8 @@ export const ED25519_DID_KEY_DIGITS = 47;
 /** The longest base58 text `base58Decode` takes: its cost grows with the square of the length. */
 export const MAX_BASE58_DIGITS = 1024;
 
-export class DidKeyError extends Error {
+export type DidKeyErrorCode = "bad_did_key";
+export class DidKeyError extends codedErrorClass<DidKeyErrorCode>("bad_did_key") {
   override readonly name = "DidKeyError";
 }
 

@@ -8,17 +8,21 @@
  * - strings escaped like `JSON.stringify` (identical to Python's rules once lone
  *   surrogates, which cannot be UTF-8 encoded, have been refused).
  */
+
+import { CodedError } from "../coded-error.js";
 import { type JsonValue, PyFloat } from "./value.js";
 
 export type CanonicalFailure = "float" | "lone_surrogate";
 
-export class CanonicalizationError extends Error {
+export type CanonicalizationErrorCode = "not_canonicalizable";
+
+export class CanonicalizationError extends CodedError<CanonicalizationErrorCode> {
   override readonly name = "CanonicalizationError";
   constructor(
     readonly reason: CanonicalFailure,
     message: string,
   ) {
-    super(message);
+    super("not_canonicalizable", message, { message });
   }
 }
 

@@ -9,6 +9,8 @@
  * - Lone surrogate escapes are kept; raw control characters inside strings are refused.
  * - Container nesting beyond `maxDepth` fails with a `nesting` error (Python's RecursionError).
  */
+
+import { CodedError } from "../coded-error.js";
 import { reprString } from "../py/repr.js";
 import { compareCodePoints } from "./canonical.js";
 import { SignedSources } from "./signed-sources.js";
@@ -22,14 +24,16 @@ export type StrictJsonFailure =
   | "integer_too_long"
   | "nesting";
 
+export type StrictJsonErrorCode = "invalid_json";
+
 /** A refused document. `message` is what Python's exception would say. */
-export class StrictJsonError extends Error {
+export class StrictJsonError extends CodedError<StrictJsonErrorCode> {
   override readonly name = "StrictJsonError";
   constructor(
     readonly reason: StrictJsonFailure,
     message: string,
   ) {
-    super(message);
+    super("invalid_json", message, { message });
   }
 }
 

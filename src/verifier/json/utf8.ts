@@ -6,9 +6,12 @@
  * rejects the input do we walk the bytes again to name the offending position the way
  * `'utf-8' codec can't decode ...` does, so that error details match the reference.
  */
+import { codedErrorClass } from "../coded-error.js";
+
 const fatalDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
-export class Utf8DecodeError extends Error {
+export type Utf8DecodeErrorCode = "invalid_utf8";
+export class Utf8DecodeError extends codedErrorClass<Utf8DecodeErrorCode>("invalid_utf8") {
   override readonly name = "Utf8DecodeError";
 }
 

@@ -3,6 +3,8 @@
  * truthiness, `==`, and `int()`. JavaScript's own rules differ on every one of them
  * (`[]` is truthy, `true !== 1`, `parseInt(" 7 ")`…), and verdicts depend on the difference.
  */
+
+import { codedErrorClass } from "../coded-error.js";
 import { type JsonValue, PyFloat } from "../json/value.js";
 
 /** Python `bool(x)`. NaN is truthy in Python. */
@@ -67,13 +69,15 @@ function equals(a: JsonValue | undefined, b: JsonValue | undefined, nested: bool
   return true;
 }
 
+export type PyValueErrorCode = "py_value_error";
 /** Python raised `TypeError`/`ValueError`: the reference turns these into `malformed`. */
-export class PyValueError extends Error {
+export class PyValueError extends codedErrorClass<PyValueErrorCode>("py_value_error") {
   override readonly name = "PyValueError";
 }
 
+export type PyOverflowErrorCode = "py_overflow_error";
 /** Python raised something the reference does not catch (`OverflowError` for `int(inf)`). */
-export class PyOverflowError extends Error {
+export class PyOverflowError extends codedErrorClass<PyOverflowErrorCode>("py_overflow_error") {
   override readonly name = "PyOverflowError";
 }
 

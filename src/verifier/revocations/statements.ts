@@ -4,6 +4,7 @@
  * verification-receipt checks (§6.2 step 13).
  */
 
+import { codedErrorClass } from "../coded-error.js";
 import { canDecodeDidKey, verifyEd25519 } from "../crypto/ed25519.js";
 import { CanonicalizationError, canonicalBytes, canonicalText } from "../json/canonical.js";
 import { isObject, type JsonObject, type JsonValue, member } from "../json/value.js";
@@ -25,12 +26,15 @@ export interface StatementCheck {
   errors: string[];
 }
 
+export type RevocationsUnusableCode = "revocations_unusable";
 /**
  * Where the reference raises out of `verify_statements` (a float in a statement, a truthy
  * non-string signature value, a `revoked_at` that is not a real instant). Bundle
  * verification reports it as one `bad_revocation`, "revocations unusable: <message>".
  */
-export class RevocationsUnusable extends Error {
+export class RevocationsUnusable extends codedErrorClass<RevocationsUnusableCode>(
+  "revocations_unusable",
+) {
   override readonly name = "RevocationsUnusable";
 }
 

@@ -3,6 +3,7 @@
  * (the verdict with every error, reason and the summary) bound to the bundle by its digest.
  */
 import { type VerifyResult, verdictFor } from "../bundle/result.js";
+import { codedErrorClass } from "../coded-error.js";
 import { recordDigest } from "../crypto/digest.js";
 import { type Ed25519Signer, ed25519Signature } from "../crypto/ed25519.js";
 import { CanonicalizationError, canonicalBytes } from "../json/canonical.js";
@@ -29,8 +30,11 @@ import {
 
 export const DEFAULT_IMPLEMENTATION = "receiptd";
 
+export type VerificationReceiptIssueErrorCode = "receipt_not_issuable";
 /** The result or bundle cannot back a receipt; nothing was signed. */
-export class VerificationReceiptIssueError extends Error {
+export class VerificationReceiptIssueError extends codedErrorClass<VerificationReceiptIssueErrorCode>(
+  "receipt_not_issuable",
+) {
   override readonly name = "VerificationReceiptIssueError";
 }
 

@@ -4,12 +4,12 @@
  */
 import type { FastifyInstance } from "fastify";
 import { ANCHOR_DIGEST_PATTERN, anchorId } from "../../../../queues/anchors.js";
-import { DocumentStoreUnavailableError } from "../../../storage/document-store.js";
 import { addUsage, chargeUsage } from "../../../storage/usage.js";
 import { errorAnswer, ServiceError, sendAnswer } from "../../errors.js";
 import { clientGone } from "../../http/client-gone.js";
 import { submitDurably } from "../../http/durable-write.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
+import { fromStore, STORE_UNAVAILABLE } from "../../library-errors.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { attestationSchema } from "../../schemas/anchor.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
@@ -25,7 +25,6 @@ const DEFAULT_STORE_WAIT_MS = 10_000;
 
 const DIGEST_DETAIL = "digest must be sha256: and 64 hex digits";
 
-const STORE_UNAVAILABLE = "anchor_store_unavailable";
 /**
  * Anchor usage lives in `anchors` beside the proofs (src/storage/usage.ts), under ids that
  * `GET /anchors/{digest}` can never name.
@@ -140,14 +139,9 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
       // each submission is charged to its principal before it is queued.
       const proofBytes = Buffer.byteLength(proof, "base64");
       const usage = [app.documentStore, USAGE_COLLECTION, "principal", request.principal] as const;
-      let held: number | null;
-      try {
-        held = await chargeUsage(...usage, proofBytes, quotaBytes);
-      } catch (error) {
-        if (!(error instanceof DocumentStoreUnavailableError)) throw error;
-        reply.header("retry-after", "1");
-        throw new ServiceError(STORE_UNAVAILABLE, { detail: WRITE_FAILED });
-      }
+      const held = await fromStore(reply, "anchors", WRITE_FAILED, () =>
+        chargeUsage(...usage, proofBytes, quotaBytes),
+      );
       if (held !== null) {
         const detail = `this principal has submitted ${held} bytes of anchor proofs; this one is ${proofBytes} and the quota is ${quotaBytes} (ANCHOR_KEY_QUOTA_BYTES)`;
         const refusal = { detail, limit: quotaBytes, held };
@@ -160,7 +154,7 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
         statusUrl: `/anchors/${digest}`,
         pending: { digest },
         unavailable: {
-          error: STORE_UNAVAILABLE,
+          error: STORE_UNAVAILABLE.anchors,
           detail: WRITE_FAILED,
           log: "anchor store job failed",
         },
@@ -182,14 +176,9 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
     async (request, reply) => {
       const id = request.validationError ? null : anchorId(request.params.digest);
       if (id === null) throw new ServiceError("invalid_digest", { detail: DIGEST_DETAIL });
-      let stored: Uint8Array | null;
-      try {
-        stored = await app.documentStore.get("anchors", id);
-      } catch (error) {
-        if (!(error instanceof DocumentStoreUnavailableError)) throw error;
-        reply.header("retry-after", "1");
-        throw new ServiceError(STORE_UNAVAILABLE, { detail: READ_FAILED });
-      }
+      const stored = await fromStore(reply, "anchors", READ_FAILED, () =>
+        app.documentStore.get("anchors", id),
+      );
       if (stored === null) throw new ServiceError("anchor_not_found");
       return sendStoredDocument(request, reply, stored);
     },

@@ -5,7 +5,7 @@
  * with the current service key.
  */
 import type { Corpus } from "../../../conformance/corpus.js";
-import { gradeSubmission, SubmissionError } from "../../../conformance/grade.js";
+import { gradeSubmission } from "../../../conformance/grade.js";
 import { signConformanceReport } from "../../../conformance/report.js";
 import { submissionSchema } from "../../../conformance/submission.js";
 import { bodyValidator } from "../../../validation/body-validator.js";
@@ -19,6 +19,7 @@ import {
   parseRequestJson,
   ServiceError,
 } from "../../errors.js";
+import { refusalFor } from "../../library-errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
 
 export interface ConformanceTask {
@@ -53,9 +54,8 @@ export async function answerConformanceRequest(
       const report = signConformanceReport(graded, context.signer());
       return answer(200, { report, service: SERVICE_NAME });
     } catch (error) {
-      if (!(error instanceof SubmissionError)) throw error;
-      // Typed: a code the grader adds does not compile until ERROR_STATUS gives it a status.
-      throw new ServiceError(error.code, { detail: error.detail });
+      // A code the grader adds does not compile until LIBRARY_ERROR_CODES maps it.
+      throw refusalFor(error, (failure) => ({ detail: failure.detail })) ?? error;
     }
   });
 }

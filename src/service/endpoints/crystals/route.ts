@@ -8,7 +8,7 @@
  * tenant and a crystal that does not exist are the same 404, and an unknown tenant has an
  * empty lineage. No route lists tenants.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import {
   CRYSTAL_CIPHERS,
   CRYSTAL_SPEC,
@@ -22,10 +22,10 @@ import {
   type StoreOutcome,
   storeCrystal,
 } from "../../../crystals/store.js";
-import { DocumentStoreUnavailableError } from "../../../storage/document-store.js";
 import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
 import { clientGone } from "../../http/client-gone.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
+import { fromStore } from "../../library-errors.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { type CrystalLineageTask, type CrystalPostTask, crystalEnvelopeSchema } from "./answer.js";
@@ -225,14 +225,6 @@ function requestedTenant(request: FastifyRequest<{ Querystring: TenantQuery }>):
   return (fromHeader ?? fromQuery) as string;
 }
 
-/** Nothing was half-written (every store write is one atomic statement): retrying is safe. */
-function storeUnavailable(reply: FastifyReply): FastifyReply {
-  return sendAnswer(
-    reply.header("retry-after", "1"),
-    errorAnswer("crystal_store_unavailable", { detail: STORE_UNAVAILABLE_DETAIL }),
-  );
-}
-
 export async function crystalRoutes(app: FastifyInstance) {
   const { limits } = app.serviceConfig;
 
@@ -255,16 +247,16 @@ export async function crystalRoutes(app: FastifyInstance) {
       });
       if (answer.kind === "reply") return sendAnswer(reply, answer);
       const crystal: PreparedCrystal = answer;
-      let outcome: StoreOutcome;
-      try {
-        outcome = await storeCrystal(app.documentStore, request.principal, crystal, {
-          tenantBytes: limits.crystalTenantQuotaBytes,
-          principalBytes: limits.crystalPrincipalQuotaBytes,
-        });
-      } catch (error) {
-        if (!(error instanceof DocumentStoreUnavailableError)) throw error;
-        return storeUnavailable(reply);
-      }
+      const outcome: StoreOutcome = await fromStore(
+        reply,
+        "crystals",
+        STORE_UNAVAILABLE_DETAIL,
+        () =>
+          storeCrystal(app.documentStore, request.principal, crystal, {
+            tenantBytes: limits.crystalTenantQuotaBytes,
+            principalBytes: limits.crystalPrincipalQuotaBytes,
+          }),
+      );
       if (typeof outcome === "object") {
         const { quotaExceeded, quotaBytes, usedBytes } = outcome;
         const whose = quotaExceeded === "tenant" ? "this tenant" : "this principal";
@@ -301,13 +293,9 @@ export async function crystalRoutes(app: FastifyInstance) {
       reply.header("cache-control", PRIVATE_NO_STORE);
       const tenantHash = requestedTenant(request);
       if (typeof tenantHash !== "string") return sendAnswer(reply, tenantHash);
-      let summaries: Uint8Array[];
-      try {
-        summaries = await readLineageSummaries(app.documentStore, tenantHash);
-      } catch (error) {
-        if (!(error instanceof DocumentStoreUnavailableError)) throw error;
-        return storeUnavailable(reply);
-      }
+      const summaries = await fromStore(reply, "crystals", STORE_UNAVAILABLE_DETAIL, () =>
+        readLineageSummaries(app.documentStore, tenantHash),
+      );
       const task: CrystalLineageTask = { kind: "lineage", tenantHash, summaries };
       const json = await app.cpuPool.run(lineageTask, task, [], { clientGone: clientGone(reply) });
       return sendAnswer(reply, { statusCode: 200, json });
@@ -326,13 +314,9 @@ export async function crystalRoutes(app: FastifyInstance) {
       }
       const tenantHash = requestedTenant(request);
       if (typeof tenantHash !== "string") return sendAnswer(reply, tenantHash);
-      let envelope: Uint8Array | null;
-      try {
-        envelope = await readCrystal(app.documentStore, tenantHash, crystalId);
-      } catch (error) {
-        if (!(error instanceof DocumentStoreUnavailableError)) throw error;
-        return storeUnavailable(reply);
-      }
+      const envelope = await fromStore(reply, "crystals", STORE_UNAVAILABLE_DETAIL, () =>
+        readCrystal(app.documentStore, tenantHash, crystalId),
+      );
       // One answer for "not in this tenant" and "nowhere": no existence oracle across tenants.
       if (envelope === null) return sendAnswer(reply, errorAnswer("crystal_not_found"));
       return sendStoredDocument(request, reply, envelope, {

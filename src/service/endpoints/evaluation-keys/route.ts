@@ -7,11 +7,8 @@
  * Nothing here is logged besides the access plugin's content-free line.
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
-import {
-  ChallengeLedgerUnavailableError,
-  type IssueOutcome,
-} from "../../../access/evaluation/issuer.js";
-import { ServiceError } from "../../errors.js";
+import type { IssueOutcome } from "../../../access/evaluation/issuer.js";
+import { refusalFor, withRetryAfter } from "../../library-errors.js";
 import { rawBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import {
@@ -111,11 +108,11 @@ export async function evaluationKeyRoutes(app: FastifyInstance) {
       try {
         outcome = await evaluation.issue({ challenge, nonce, clientAddress: request.ip });
       } catch (error) {
-        if (!(error instanceof ChallengeLedgerUnavailableError)) throw error;
-        reply.header("retry-after", "1");
-        throw new ServiceError("challenge_ledger_unavailable", {
+        const refusal = refusalFor(error, {
           detail: "spent challenges cannot be checked right now; retry shortly",
         });
+        if (refusal?.code !== "challenge_ledger_unavailable") throw error;
+        throw withRetryAfter(reply, refusal);
       }
       if (!outcome.ok) {
         const { error, retryAfterSeconds } = issueRefusal(outcome.refusal);

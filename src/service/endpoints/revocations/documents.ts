@@ -13,6 +13,7 @@
 
 import { createHash } from "node:crypto";
 import type { CollectionName, DocumentStore } from "../../../storage/document-store.js";
+import { codedErrorClass } from "../../../verifier/coded-error.js";
 import { canDecodeDidKey } from "../../../verifier/crypto/ed25519.js";
 import { dumpCompact } from "../../../verifier/json/dump.js";
 import { isObject, type JsonValue, member } from "../../../verifier/json/value.js";
@@ -151,8 +152,11 @@ export async function readRevocationDocument(
 
 // Writing: only operator commands (import, rotation) write revocation documents.
 
+export type RevocationStoreErrorCode = "revocation_merge_refused";
 /** A merge that cannot be done; nothing was written for the issuer concerned. */
-export class RevocationStoreError extends Error {
+export class RevocationStoreError extends codedErrorClass<RevocationStoreErrorCode>(
+  "revocation_merge_refused",
+) {
   override readonly name = "RevocationStoreError";
 }
 

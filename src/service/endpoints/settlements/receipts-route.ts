@@ -11,12 +11,10 @@ import {
   transactionId,
   USER_AGENT_FAMILIES,
 } from "../../../payments/settlement-receipt.js";
-import { DocumentStoreUnavailableError } from "../../../storage/document-store.js";
-import { type ErrorCode, errorAnswer, sendAnswer } from "../../errors.js";
+import { errorAnswer, sendAnswer } from "../../errors.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
+import { fromStore } from "../../library-errors.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
-
-export const SETTLEMENT_STORE_UNAVAILABLE = "settlement_store_unavailable" satisfies ErrorCode;
 
 const READ_FAILED = "the settlement store cannot be read right now, retry";
 
@@ -118,16 +116,9 @@ export async function receiptRoutes(app: FastifyInstance) {
         const detail = INVALID_TRANSACTION_HASH_DETAIL;
         return sendAnswer(reply, errorAnswer("invalid_transaction_hash", { detail }));
       }
-      let stored: Uint8Array | null;
-      try {
-        stored = await app.documentStore.get("settlements", id);
-      } catch (error) {
-        if (!(error instanceof DocumentStoreUnavailableError)) throw error;
-        return sendAnswer(
-          reply.header("retry-after", "1"),
-          errorAnswer(SETTLEMENT_STORE_UNAVAILABLE, { detail: READ_FAILED }),
-        );
-      }
+      const stored = await fromStore(reply, "settlements", READ_FAILED, () =>
+        app.documentStore.get("settlements", id),
+      );
       if (stored === null) return sendAnswer(reply, errorAnswer("receipt_not_found"));
       return sendStoredDocument(request, reply, stored);
     },

@@ -9,15 +9,12 @@ import { answer, sendAnswer } from "../../errors.js";
 import { clientGone } from "../../http/client-gone.js";
 import { submitDurably } from "../../http/durable-write.js";
 import type { InternalToken } from "../../internal-token.js";
+import { STORE_UNAVAILABLE } from "../../library-errors.js";
 import { INTERNAL_TOKEN_HEADER, registerInternalAccess } from "../../plugins/internal-access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { type PaymentReceiptTask, paymentReceiptBodySchema } from "./answer.js";
-import {
-  receiptDigestSchema,
-  SETTLEMENT_STORE_UNAVAILABLE,
-  settlementReceiptSchema,
-} from "./receipts-route.js";
+import { receiptDigestSchema, settlementReceiptSchema } from "./receipts-route.js";
 import { paymentReceiptTask } from "./tasks.js";
 
 export interface PaymentReceiptRoutesOptions {
@@ -105,7 +102,7 @@ export async function paymentReceiptRoutes(
         statusUrl: `/receipts/${tx}`,
         pending: { tx },
         unavailable: {
-          error: SETTLEMENT_STORE_UNAVAILABLE,
+          error: STORE_UNAVAILABLE.settlements,
           detail: WRITE_FAILED,
           log: "settlement receipt job failed",
         },

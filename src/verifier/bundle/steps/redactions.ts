@@ -1,4 +1,6 @@
 /** Step H: redactions, their disclosures and erasures (verifier.md §3.4). */
+
+import { codedErrorClass } from "../../coded-error.js";
 import { sha256Digest } from "../../crypto/digest.js";
 import { CanonicalizationError, canonicalBytes } from "../../json/canonical.js";
 import { isObject, type JsonObject, type JsonValue, member } from "../../json/value.js";
@@ -6,7 +8,8 @@ import { pyEquals, pyTruthy } from "../../py/semantics.js";
 import { typeOf, type VerificationContext } from "../context.js";
 import { REQUIRED_FIELDS } from "../record-types.js";
 
-export class CommitmentError extends Error {
+export type CommitmentErrorCode = "bad_commitment";
+export class CommitmentError extends codedErrorClass<CommitmentErrorCode>("bad_commitment") {
   override readonly name = "CommitmentError";
 }
 
