@@ -1,7 +1,7 @@
 /** Worker-thread side of `POST /verify-anchor` and `POST /anchors`: parsing and proof checks. */
 import { implementTask } from "../../tasks/worker.js";
 import { answerVerifyAnchorRequest, prepareAnchorPost } from "./answer.js";
-import { prepareAnchorTask, verifyAnchorTask } from "./tasks.js";
+import { prepareAnchorTask, verifyAnchorTask } from "./contract.js";
 
 export const verify = implementTask(verifyAnchorTask, (task) =>
   answerVerifyAnchorRequest(new Uint8Array(task.body)),

@@ -29,7 +29,7 @@ import { sendStoredDocument } from "../../http/stored-document.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { type CrystalLineageTask, type CrystalPostTask, crystalEnvelopeSchema } from "./answer.js";
-import { lineageTask, prepareCrystalTask } from "./tasks.js";
+import { lineageTask, prepareCrystalTask } from "./contract.js";
 
 const TENANT_HEADER = "x-tenant-hash";
 /** Crystals are one tenant's state: no shared cache may keep them. */

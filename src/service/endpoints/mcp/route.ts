@@ -19,7 +19,7 @@ import { revocationDocumentCheckOn } from "../revocations/documents.js";
 import type { McpReplyPart, McpTask } from "./answer.js";
 import { answerGetRevocations } from "./get-revocations.js";
 import { MCP_PATH, serverCard } from "./server-card.js";
-import { mcpTask } from "./tasks.js";
+import { mcpTask } from "./contract.js";
 import { acceptsJson, allowedOrigins, isAllowedOrigin, isJsonContentType } from "./transport.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";

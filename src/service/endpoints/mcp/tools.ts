@@ -7,7 +7,7 @@ import { type JsonObject, toPlain } from "../../../verifier/json/value.js";
 import { errorResponseSchema } from "../../schemas/errors.js";
 import { revocationDocumentSchema } from "../../schemas/revocation-document.js";
 import { verdictPayloadSchema } from "../../schemas/verdict.js";
-import { anchorResultSchema } from "../anchors/answer.js";
+import { anchorResultSchema } from "../anchors/contract.js";
 
 export type ToolName = "verify_bundle" | "verify_anchor" | "get_revocations";
 

@@ -18,7 +18,7 @@ import {
   SETTLEMENT_STORE_UNAVAILABLE,
   settlementReceiptSchema,
 } from "./receipts-route.js";
-import { paymentReceiptTask } from "./tasks.js";
+import { paymentReceiptTask } from "./contract.js";
 
 export interface PaymentReceiptRoutesOptions {
   internalToken: InternalToken;

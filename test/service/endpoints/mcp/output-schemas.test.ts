@@ -12,7 +12,7 @@ import { after, before, describe, test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Ajv, type ValidateFunction } from "ajv";
-import { anchorResultSchema } from "../../../../src/service/endpoints/anchors/answer.js";
+import { anchorResultSchema } from "../../../../src/service/endpoints/anchors/contract.js";
 import { findTool, TOOLS, type ToolName } from "../../../../src/service/endpoints/mcp/tools.js";
 import { errorResponseSchema } from "../../../../src/service/schemas/errors.js";
 import { revocationDocumentSchema } from "../../../../src/service/schemas/revocation-document.js";

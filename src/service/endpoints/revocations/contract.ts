@@ -3,6 +3,4 @@ import { defineTask } from "../../tasks/define-task.js";
 import type { RevocationDocumentTask } from "./documents.js";
 
 /** True when the document is one the service can vouch for. */
-export const checkRevocationDocumentTask = defineTask<RevocationDocumentTask, boolean>(
-  "revocations",
-);
+export const checkRevocationDocumentTask = defineTask<RevocationDocumentTask, boolean>(import.meta.url);

@@ -6,10 +6,8 @@
 import { defineTask } from "../../tasks/define-task.js";
 import type { CrystalLineageTask, CrystalPostAnswer, CrystalPostTask } from "./answer.js";
 
-export const prepareCrystalTask = defineTask<CrystalPostTask, CrystalPostAnswer>(
-  "crystals",
-  "post",
+export const prepareCrystalTask = defineTask<CrystalPostTask, CrystalPostAnswer>(import.meta.url, "post",
 );
 
 /** Answers the lineage's JSON text. */
-export const lineageTask = defineTask<CrystalLineageTask, string>("crystals", "lineage");
+export const lineageTask = defineTask<CrystalLineageTask, string>(import.meta.url, "lineage");

@@ -2,4 +2,4 @@
 import { defineTask } from "../../tasks/define-task.js";
 import type { McpAnswer, McpTask } from "./answer.js";
 
-export const mcpTask = defineTask<McpTask, McpAnswer>("mcp");
+export const mcpTask = defineTask<McpTask, McpAnswer>(import.meta.url);

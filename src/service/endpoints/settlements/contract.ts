@@ -6,4 +6,4 @@ import type { PaymentReceiptRefusal, PaymentReceiptTask } from "./answer.js";
 export const paymentReceiptTask = defineTask<
   PaymentReceiptTask,
   PaymentReceiptRefusal | SettlementJobRequest
->("settlements");
+>(import.meta.url);
