@@ -95,6 +95,8 @@ export function operationSchema<Schema extends FastifySchema>(
 export interface RouteExtras {
   /** The handler reads `request.validationError` and answers the contract's own code. */
   attachValidation?: boolean;
+  /** A body limit of the route's own (crystals carry more than other JSON bodies). */
+  bodyLimit?: number;
   /** More route config for the platform's plugins (`cors`, `uploadsPerKey`). */
   config?: Omit<FastifyContextConfig, "access" | "operation" | "refusals">;
 }
@@ -111,6 +113,7 @@ export function routeOptions(
     url: operation.url,
     schema: operationSchema(operation, app.serviceConfig),
     ...(extras.attachValidation === undefined ? {} : { attachValidation: extras.attachValidation }),
+    ...(extras.bodyLimit === undefined ? {} : { bodyLimit: extras.bodyLimit }),
     config: {
       ...extras.config,
       access: operation.access,

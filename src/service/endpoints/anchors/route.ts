@@ -32,7 +32,7 @@ const USAGE_COLLECTION = "anchors";
 const WRITE_FAILED = "the anchor store could not complete the write; nothing is half-stored, retry";
 const READ_FAILED = "the anchor store cannot be read right now, retry";
 
-export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOptions) {
+export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOptions = {}) {
   const storeWaitMs = options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS;
   const quotaBytes = app.serviceConfig.limits.anchorPrincipalQuotaBytes;
 
