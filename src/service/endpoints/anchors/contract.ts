@@ -25,15 +25,15 @@ export const HEX_PATTERN = "^(?:[0-9a-fA-F]{2})*$";
 /** Decimal without leading zeros, so two keys can never name the same height. */
 export const HEIGHT_KEY_PATTERN = "^(?:0|[1-9][0-9]*)$";
 
-export const NOTE_MAX_CHARACTERS = 512;
+const NOTE_MAX_CHARACTERS = 512;
 
-export const proofSchema = {
+const proofSchema = {
   type: "string",
   pattern: BASE64_PATTERN,
   description: "a detached OpenTimestamps proof (.ots), standard base64 with padding",
 } as const;
 
-export const headerSchema = {
+const headerSchema = {
   type: "string",
   pattern: HEX_PATTERN,
   description: "an 80-byte Bitcoin block header, 160 hex characters",
@@ -126,12 +126,12 @@ export const anchorResultSchema = {
   },
 } as const;
 
-export const digestMember = {
+const digestMember = {
   type: "string",
   description: "`sha256:<64 lower-case hex>`",
 } as const;
 
-export const postAnchorSchema = {
+const postAnchorSchema = {
   description:
     "Hosts an OpenTimestamps proof for a digest; a proof with more attestations replaces it",
   body: postAnchorBodySchema,
@@ -183,7 +183,7 @@ export const postAnchorSchema = {
   },
 } as const;
 
-export const getAnchorSchema = {
+const getAnchorSchema = {
   description: "The stored anchor document for a digest",
   params: {
     type: "object",
@@ -217,7 +217,7 @@ export const getAnchorSchema = {
   },
 } as const;
 
-export const verifyAnchorSchema = {
+const verifyAnchorSchema = {
   description:
     "Verifies a detached OpenTimestamps proof against a digest and optional Bitcoin block headers",
   body: verifyAnchorBodySchema,

@@ -19,10 +19,10 @@ export const conformanceTask = defineTask<ConformanceTask, Promise<Answer>>(impo
 
 export const sha256Digest = { type: "string", pattern: "^sha256:[0-9a-f]{64}$" } as const;
 
-export const sectionNames = { propertyNames: { enum: SECTIONS } } as const;
+const sectionNames = { propertyNames: { enum: SECTIONS } } as const;
 
 /** `{<section>: {vectors, manifest_digest}}`: the report's `corpus`, and `/info`'s. */
-export const corpusSummarySchema = {
+const corpusSummarySchema = {
   type: "object",
   description: "the deployed corpus sections: vector count and sha256 of the manifest's bytes",
   ...sectionNames,
@@ -33,7 +33,7 @@ export const corpusSummarySchema = {
   },
 } as const;
 
-export const sectionResultSchema = {
+const sectionResultSchema = {
   type: "object",
   required: ["matched", "total", "mismatches"],
   properties: {
@@ -56,7 +56,7 @@ export const sectionResultSchema = {
   },
 } as const;
 
-export const reportSchema = {
+const reportSchema = {
   type: "object",
   description: "signed by the service key: Ed25519 over the canonical (JCS) report without `sig`",
   required: [
@@ -98,7 +98,7 @@ export const reportSchema = {
   },
 } as const;
 
-export const conformanceSchema = {
+const conformanceSchema = {
   description:
     "grades an implementation's answers over the pinned conformance corpus and returns a " +
     "signed conformance report; 503 corpus_not_deployed when no corpus is deployed",

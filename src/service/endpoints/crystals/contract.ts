@@ -30,7 +30,7 @@ export const lineageTask = defineTask<CrystalLineageTask, string>(import.meta.ur
 
 export const TENANT_HEADER = "x-tenant-hash";
 /** Reads accept hex of either case and look it up in lower case, the only case stored. */
-export const SHA256_ID_ANY_CASE_PATTERN = "^sha256:[0-9a-fA-F]{64}$";
+const SHA256_ID_ANY_CASE_PATTERN = "^sha256:[0-9a-fA-F]{64}$";
 
 const sha256Id = (description: string) =>
   ({ type: "string", pattern: SHA256_ID_PATTERN, description }) as const;
@@ -93,9 +93,9 @@ export const crystalEnvelopeSchema = {
   },
 } as const;
 
-export const sha256Text = { type: "string", description: "`sha256:<64 hex>`" } as const;
+const sha256Text = { type: "string", description: "`sha256:<64 hex>`" } as const;
 
-export const storedSchema = {
+const storedSchema = {
   type: "object",
   required: ["stored", "crystal_id", "parent_crystal_id", "tenant_hash", "size_bytes"],
   properties: {
@@ -107,7 +107,7 @@ export const storedSchema = {
   },
 } as const;
 
-export const postCrystalSchema = {
+const postCrystalSchema = {
   description:
     "Stores a sealed memory crystal; the first principal to write a tenant owns it, and a " +
     "parent must be a crystal of the same tenant",
@@ -152,7 +152,7 @@ export const postCrystalSchema = {
   },
 } as const;
 
-export const tenantQuerystring = {
+const tenantQuerystring = {
   type: "object",
   properties: {
     tenant: {
@@ -163,7 +163,7 @@ export const tenantQuerystring = {
   },
 } as const;
 
-export const tenantHeaders = {
+const tenantHeaders = {
   type: "object",
   properties: {
     [TENANT_HEADER]: {
@@ -174,7 +174,7 @@ export const tenantHeaders = {
   },
 } as const;
 
-export const getCrystalSchema = {
+const getCrystalSchema = {
   description: "The stored envelope of a crystal, to a client that names its tenant",
   params: {
     type: "object",
@@ -205,7 +205,7 @@ export const getCrystalSchema = {
   },
 } as const;
 
-export const lineageEntrySchema = {
+const lineageEntrySchema = {
   type: "object",
   required: ["crystal_id", "parent_crystal_id", "size_bytes", "created_at", "metadata_public"],
   properties: {
@@ -217,7 +217,7 @@ export const lineageEntrySchema = {
   },
 } as const;
 
-export const getLineageSchema = {
+const getLineageSchema = {
   description:
     "A tenant's crystals as a DAG, ordered by created_at then id, with its roots and heads",
   querystring: tenantQuerystring,

@@ -50,7 +50,7 @@ export const memberSchemas = {
 } as const;
 
 /** The route's body schema: the OpenAPI document shows it, the worker checks against it. */
-export const validateBodySchema = {
+const validateBodySchema = {
   type: "object",
   description:
     "an ERC-8004 validation request. Parsed strictly: UTF-8, no duplicate members, no " +
@@ -60,11 +60,11 @@ export const validateBodySchema = {
   properties: memberSchemas,
 } as const;
 
-export const hex32 = { type: "string", pattern: "^0x[0-9a-f]{64}$" } as const;
+const hex32 = { type: "string", pattern: "^0x[0-9a-f]{64}$" } as const;
 
 export const address = { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" } as const;
 
-export const checkNames = [
+const checkNames = [
   "task_bound",
   "chain_intact",
   "signatures_valid",
@@ -118,7 +118,7 @@ export const attestationSchema = {
   },
 } as const;
 
-export const evaluationProperties = {
+const evaluationProperties = {
   request_id: hex32,
   outcome: { enum: [0, 1, 2], description: "1 ACCEPT, 0 REJECT, 2 NEEDS_EVIDENCE" },
   outcome_label: { enum: ["ACCEPT", "REJECT", "NEEDS_EVIDENCE"] },
@@ -142,7 +142,7 @@ export const evaluationProperties = {
   service: { type: "string" },
 } as const;
 
-export const validateSchema = {
+const validateSchema = {
   description:
     "validates a bundle for an ERC-8004 validation request: verifies it, binds the request's " +
     "task_hash to it, and signs the outcome as an EIP-712 ValidationResponse",

@@ -19,7 +19,7 @@ export const PROOF_OF_WORK_RULE =
   "find a nonce (1–64 characters of A–Z a–z 0–9 - _) such that SHA-256 of the ASCII bytes of " +
   "challenge followed directly by the ASCII bytes of nonce starts with `difficulty` zero bits";
 
-export const challengeSchema = {
+const challengeSchema = {
   type: "object",
   description: "a proof-of-work challenge: solve it, then spend it once on POST /keys/evaluation",
   required: ["challenge", "algorithm", "difficulty", "expires_at"],
@@ -56,7 +56,7 @@ export const issueBodySchema = {
   },
 } as const;
 
-export const issuedKeySchema = {
+const issuedKeySchema = {
   type: "object",
   description:
     "the evaluation key, shown only in this answer (the service keeps its SHA-256), with its terms",
@@ -118,12 +118,12 @@ export const evaluationTermsSchema = {
   },
 } as const;
 
-export const disabledResponse = {
+const disabledResponse = {
   ...errorResponseSchema,
   description: "`evaluation_keys_disabled`: the operator switched evaluation keys off",
 };
 
-export const challengeRouteSchema = {
+const challengeRouteSchema = {
   description:
     "A proof-of-work challenge for an evaluation key (no key needed; one anonymous call): " +
     `${PROOF_OF_WORK_RULE}, then POST it with the nonce to /keys/evaluation before it expires.`,
@@ -134,7 +134,7 @@ export const challengeRouteSchema = {
   },
 } as const;
 
-export const issueRouteSchema = {
+const issueRouteSchema = {
   description:
     "Issues an evaluation API key at once for a solved challenge (no key needed; one anonymous " +
     "call). The key is shown only in this answer, works for a limited time with a small daily " +

@@ -10,7 +10,7 @@ import type { McpAnswer, McpTask } from "./answer.js";
 
 export const mcpTask = defineTask<McpTask, McpAnswer>(import.meta.url);
 
-export const jsonRpcMessage = {
+const jsonRpcMessage = {
   type: "object",
   required: ["jsonrpc"],
   properties: {
@@ -24,7 +24,7 @@ export const jsonRpcMessage = {
   },
 } as const;
 
-export const jsonRpcResponse = {
+const jsonRpcResponse = {
   type: "object",
   required: ["jsonrpc", "id"],
   properties: {
@@ -39,7 +39,7 @@ export const jsonRpcResponse = {
   },
 } as const;
 
-export const mcpPostSchema = {
+const mcpPostSchema = {
   description:
     "MCP over Streamable HTTP, stateless, one JSON response per request. `initialize`, `ping`, " +
     "`tools/list` and notifications are open; `tools/call` (tools `verify_bundle`, " +
@@ -86,7 +86,7 @@ export const mcpPostSchema = {
   },
 } as const;
 
-export const methodNotAllowedSchema = {
+const methodNotAllowedSchema = {
   description:
     "Not offered: this stateless server opens no server-to-client stream and keeps no " +
     "sessions. Answered 405 with `Allow: POST`.",
@@ -95,7 +95,7 @@ export const methodNotAllowedSchema = {
   },
 } as const;
 
-export const serverCardSchema = {
+const serverCardSchema = {
   description:
     "The MCP server card: name, version, transport, capabilities, tools and authentication " +
     "(cacheable, `ETag`, CORS open).",
@@ -105,7 +105,7 @@ export const serverCardSchema = {
   },
 } as const;
 
-export const preflightSchema = {
+const preflightSchema = {
   description: "CORS preflight for the server card",
   response: { 204: { description: "GET allowed from any origin", type: "null" } },
 } as const;

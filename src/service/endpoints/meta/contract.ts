@@ -8,7 +8,7 @@ import { defineOperation } from "../operation.js";
 
 export const dependency = { type: "string", enum: ["up", "down"] } as const;
 
-export const healthBody = {
+const healthBody = {
   type: "object",
   required: ["ok"],
   properties: {
@@ -19,24 +19,24 @@ export const healthBody = {
   },
 } as const;
 
-export const healthSchema = {
+const healthSchema = {
   description:
     "readiness and dependencies: {ok, redis?, db?, store?}; 503 when the document store is unreachable or its disk is full",
   response: { 200: healthBody, 503: healthBody },
 } as const;
 
-export const liveSchema = {
+const liveSchema = {
   description: "liveness: 200 {ok: true} whenever the process answers, whatever its dependencies",
   response: {
     200: { type: "object", required: ["ok"], properties: { ok: { type: "boolean" } } },
   },
 } as const;
 
-export const stringList = { type: "array", items: { type: "string" } } as const;
+const stringList = { type: "array", items: { type: "string" } } as const;
 
-export const looseObject = { type: "object", additionalProperties: true } as const;
+const looseObject = { type: "object", additionalProperties: true } as const;
 
-export const infoSchema = {
+const infoSchema = {
   description: "what this service is: versions, endpoints, receipt issuer, limits, privacy",
   response: {
     200: {

@@ -13,7 +13,7 @@ export const checkRevocationDocumentTask = defineTask<RevocationDocumentTask, bo
   import.meta.url,
 );
 
-export const revocationsSchema = {
+const revocationsSchema = {
   description:
     "The issuer's revocation document (verifier.md §7): self-signed statements revoking the issuer's key, " +
     "each validated before it is served. Conditional requests with `If-None-Match` are answered 304.",

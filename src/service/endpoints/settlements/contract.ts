@@ -22,14 +22,14 @@ export const paymentReceiptTask = defineTask<
   PaymentReceiptRefusal | SettlementJobRequest
 >(import.meta.url);
 
-export const receiptDigestSchema = {
+const receiptDigestSchema = {
   type: "string",
   pattern: "^sha256:[0-9a-f]{64}$",
   description: "`sha256:` + hex of the JCS bytes of the receipt without `sig` (what was signed)",
 } as const;
 
 /** The signed settlement receipt, members in the order they are stored. */
-export const settlementReceiptSchema = {
+const settlementReceiptSchema = {
   type: "object",
   description:
     "content-free and signed: Ed25519 by `issuer` over the JCS bytes of the receipt without `sig`",
@@ -83,13 +83,13 @@ export const settlementReceiptSchema = {
   },
 } as const;
 
-export const txParam = {
+const txParam = {
   type: "string",
   pattern: TRANSACTION_HASH_PATTERN,
   description: "`0x` and 64 hex digits, either case",
 } as const;
 
-export const getReceiptSchema = {
+const getReceiptSchema = {
   description: "The stored settlement receipt of a transaction",
   params: { type: "object", required: ["tx"], properties: { tx: txParam } },
   response: {
@@ -110,9 +110,9 @@ export const getReceiptSchema = {
   },
 } as const;
 
-export const txMember = { type: "string", description: "`0x` + 64 lower-case hex" } as const;
+const txMember = { type: "string", description: "`0x` + 64 lower-case hex" } as const;
 
-export const postPaymentReceiptSchema = {
+const postPaymentReceiptSchema = {
   description:
     "Internal: signs and stores the settlement receipt of a settled payment, once per " +
     "transaction. Loopback callers only, with `X-Internal-Token`",

@@ -11,7 +11,7 @@ import type { VerifyReceiptTask } from "./answer.js";
 
 export const verifyReceiptTask = defineTask<VerifyReceiptTask, Answer>(import.meta.url);
 
-export const receiptSchema = {
+const receiptSchema = {
   type: "object",
   description:
     "a verification receipt (verifier.md §6.1), checked as it is: a malformed receipt is a " +
