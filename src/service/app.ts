@@ -4,25 +4,10 @@
  * `buildApp` composes: Fastify, the platform (plugins/platform.ts), then the endpoints.
  */
 import Fastify, { type FastifyInstance } from "fastify";
-import { loadCorpusSummary } from "../conformance/corpus.js";
 import type { ServiceConfig } from "./config.js";
-import { anchorRoutes } from "./endpoints/anchors/route.js";
-import { verifyAnchorRoutes } from "./endpoints/anchors/verify-anchor-route.js";
-import { conformanceRoutes } from "./endpoints/conformance/route.js";
-import { crystalRoutes } from "./endpoints/crystals/route.js";
-import { erc8004Routes } from "./endpoints/erc8004/route.js";
-import { evaluationKeyRoutes } from "./endpoints/evaluation-keys/route.js";
-import { mcpRoutes } from "./endpoints/mcp/route.js";
-import { healthRoutes } from "./endpoints/meta/health.js";
-import { infoRoutes } from "./endpoints/meta/info.js";
-import { openApiCollector, openApiRoutes } from "./endpoints/meta/openapi.js";
-import { locateWebRoot, pageRoutes } from "./endpoints/page/route.js";
-import { revocationRoutes } from "./endpoints/revocations/route.js";
-import { receiptRoutes } from "./endpoints/settlements/receipts-route.js";
-import { paymentReceiptRoutes } from "./endpoints/settlements/route.js";
-import { verifyRoutes } from "./endpoints/verify/route.js";
-import { verifyTask } from "./endpoints/verify/tasks.js";
-import { verifyReceiptRoutes } from "./endpoints/verify-receipt/route.js";
+import { endpoints } from "./endpoints/index.js";
+import { openApiCollector } from "./endpoints/meta/openapi.js";
+import { verifyTask } from "./endpoints/verify/contract.js";
 import { ConnectionGuard } from "./http/connections.js";
 import { handleFrameworkError } from "./plugins/errors.js";
 import { bufferedStdout, loggingOptions } from "./plugins/logging.js";
@@ -78,26 +63,8 @@ export async function buildApp(
     stdoutLog?.close();
     throw error;
   }
-  const internalToken = app.internalToken;
   app.register(bundleVerificationsPlugin, { task: verifyTask });
-
   await app.register(openApiCollector);
-  app.register(openApiRoutes);
-  app.register(healthRoutes);
-  const corpus = config.corpusDir === null ? null : await loadCorpusSummary(config.corpusDir);
-  app.register(infoRoutes, { corpus });
-  app.register(revocationRoutes);
-  app.register(mcpRoutes);
-  app.register(verifyRoutes);
-  app.register(verifyAnchorRoutes);
-  app.register(anchorRoutes);
-  app.register(verifyReceiptRoutes);
-  app.register(conformanceRoutes);
-  app.register(paymentReceiptRoutes, { internalToken });
-  app.register(receiptRoutes);
-  app.register(erc8004Routes);
-  app.register(crystalRoutes);
-  app.register(evaluationKeyRoutes);
-  app.register(pageRoutes, { enabled: config.verificationPage, root: locateWebRoot() });
+  app.register(endpoints);
   return app;
 }

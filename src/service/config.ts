@@ -11,7 +11,6 @@ import type { MetricsListenerConfig } from "../metrics/server.js";
 import { PaymentConfigError } from "../payments/errors.js";
 import { type PaymentSettings, paymentSettings } from "../payments/requirements.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
-import type { TaskEndpoint } from "./tasks/define-task.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -88,10 +87,11 @@ export interface CpuPoolConfig {
    */
   taskDeadlineMs: number;
   /**
-   * Worker modules that replace an endpoint's own (`endpoints/<name>/worker.ts`): tests
+   * Worker modules that replace an endpoint's own (`endpoints/<name>/worker.ts`), keyed by the
+   * endpoint folder's name (`verify`): tests
    * substitute instrumented ones. Empty in every real configuration.
    */
-  taskModules: Partial<Record<TaskEndpoint, string>>;
+  taskModules: Readonly<Record<string, string>>;
 }
 
 /**

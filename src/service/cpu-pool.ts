@@ -18,12 +18,7 @@ import { Piscina } from "piscina";
 import type { CpuPoolStats } from "../metrics/metrics.js";
 import { CodedError, codedErrorClass } from "../verifier/coded-error.js";
 import { DEFAULT_TASK_DEADLINE_MS } from "./config.js";
-import {
-  RUNNING_FROM_SOURCE,
-  type TaskDefinition,
-  type TaskEndpoint,
-  workerModuleUrl,
-} from "./tasks/define-task.js";
+import { RUNNING_FROM_SOURCE, type TaskDefinition } from "./tasks/define-task.js";
 import type { TaskBatch, TaskBatchResults } from "./tasks/task-batch.js";
 
 /**
@@ -120,14 +115,14 @@ export interface CpuPoolOptions {
    * Another worker module for an endpoint (tests: tasks that block or fail on purpose); it
    * must export the same tasks with the same types.
    */
-  taskModules?: Partial<Record<TaskEndpoint, string>>;
+  taskModules?: Readonly<Record<string, string>>;
   /** Structured-cloned once into every worker (`workerData`): per-service context. */
   workerData: unknown;
 }
 
 export class CpuPool {
   readonly #pool: Piscina;
-  readonly #modules: Partial<Record<TaskEndpoint, string>>;
+  readonly #modules: Readonly<Record<string, string>>;
   readonly #threads: number;
   readonly #maxQueue: number;
   readonly #deadlineMs: number;
@@ -315,7 +310,7 @@ export class CpuPool {
     try {
       // Piscina returns what the task module returned; implementTask typed that as Output.
       return (await this.#pool.run(input, {
-        filename: this.#modules[task.endpoint] ?? workerModuleUrl(task.endpoint),
+        filename: this.#modules[task.endpoint] ?? task.module,
         name: task.kind,
         transferList: transfer,
         signal,

@@ -16,7 +16,7 @@ import {
   validateEnvelope,
 } from "../../src/crystals/envelope.js";
 import { lineageJson, lineageSummary } from "../../src/crystals/lineage.js";
-import { crystalEnvelopeSchema } from "../../src/service/endpoints/crystals/answer.js";
+import { crystalEnvelopeSchema } from "../../src/service/endpoints/crystals/contract.js";
 import { bodyValidator } from "../../src/validation/body-validator.js";
 import { parseJson } from "../../src/verifier/json/parse.js";
 import { pythonUrlsafeB64encode } from "../support/python-base64.js";

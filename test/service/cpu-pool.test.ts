@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { CpuPool } from "../../src/service/cpu-pool.js";
-import { verifyTask } from "../../src/service/endpoints/verify/tasks.js";
+import { verifyTask } from "../../src/service/endpoints/verify/contract.js";
 import { loadOrCreateServiceKey } from "../../src/service/service-key.js";
 import type { WorkerContext } from "../../src/service/tasks/worker-context.js";
 import type { VerifyTask } from "../../src/service/verification/outcome.js";

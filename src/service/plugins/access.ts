@@ -147,6 +147,11 @@ const DOCS = "README.md#access-and-payments";
  */
 const UNCOUNTED_ROUTES = new Set(["/health", "/health/live", CORS_PREFLIGHT_ROUTE]);
 
+/** Whether calls to the route `url` (as registered) are left out of caps and the memory budget. */
+export function isUncountedRoute(url: string): boolean {
+  return UNCOUNTED_ROUTES.has(url);
+}
+
 /**
  * The cap-store bucket of one client address's share of the anonymous cap (an IPv4 address,
  * an IPv6 /64, by a keyed hash). Requests whose address cannot be read share one.

@@ -1,11 +1,12 @@
 /**
  * Typed worker tasks. A task is declared once, with its input and output types, by
- * `defineTask<Input, Output>(endpoint, kind)` in the endpoint's `tasks.ts`; the route runs it
- * with `cpuPool.run(task, input)` and the endpoint's `worker.ts` implements it as the export
- * named `kind`, with `implementTask(task, fn)` (`tasks/worker.ts`). Both sides import the same
- * definition, so the compiler checks that they agree: there is no module URL in a route and
- * no cast between a route and its worker. test/service/tasks checks that every definition
- * has its export.
+ * `defineTask<Input, Output>(import.meta.url, kind)` in the endpoint's `contract.ts`; the
+ * route runs it with `cpuPool.run(task, input)` and the sibling `worker.ts` of that contract
+ * implements it as the export named `kind`, with `implementTask(task, fn)`
+ * (`tasks/worker.ts`). Both sides import the same definition, so the compiler checks that
+ * they agree: there is no module URL in a route and no cast between a route and its worker.
+ * The worker module is found from the contract's own URL, so no central list names the
+ * endpoints that have tasks. test/service/tasks checks that every definition has its export.
  */
 
 /**
@@ -14,20 +15,11 @@
  */
 export const RUNNING_FROM_SOURCE = import.meta.url.endsWith(".ts");
 
-/** The endpoints with work for the CPU pool: folders of `src/service/endpoints/`. */
-export type TaskEndpoint =
-  | "verify"
-  | "verify-receipt"
-  | "anchors"
-  | "settlements"
-  | "revocations"
-  | "erc8004"
-  | "crystals"
-  | "conformance"
-  | "mcp";
-
 export interface TaskDefinition<Input, Output> {
-  readonly endpoint: TaskEndpoint;
+  /** The endpoint folder the task's contract is in (the key of `cpuPool.taskModules`). */
+  readonly endpoint: string;
+  /** File URL of the worker module: `worker.ts` (or `.js`) next to the contract. */
+  readonly module: string;
   /** The export of the endpoint's `worker.ts` that runs the task. */
   readonly kind: string;
   /**
@@ -39,16 +31,24 @@ export interface TaskDefinition<Input, Output> {
   readonly types?: { input: Input; output: Output };
 }
 
+/**
+ * `contractUrl` is the defining module's `import.meta.url`: a `contract.ts` (or `.js` in
+ * dist) directly in its endpoint folder.
+ */
 export function defineTask<Input, Output>(
-  endpoint: TaskEndpoint,
+  contractUrl: string,
   kind = "default",
   options: { batchable?: boolean } = {},
 ): TaskDefinition<Input, Output> {
-  return { endpoint, kind, batchable: options.batchable ?? false };
-}
-
-/** File URL of the worker module of `endpoint`, in the running code's language. */
-export function workerModuleUrl(endpoint: TaskEndpoint): string {
-  const extension = RUNNING_FROM_SOURCE ? "ts" : "js";
-  return new URL(`../endpoints/${endpoint}/worker.${extension}`, import.meta.url).href;
+  const match = /\/endpoints\/([^/]+)\/contract\.(ts|js)$/.exec(new URL(contractUrl).pathname);
+  if (match === null) {
+    throw new Error(`a task is defined in an endpoint folder's contract.ts, not in ${contractUrl}`);
+  }
+  const [, endpoint, extension] = match as unknown as [string, string, string];
+  return {
+    endpoint,
+    module: new URL(`worker.${extension}`, contractUrl).href,
+    kind,
+    batchable: options.batchable ?? false,
+  };
 }

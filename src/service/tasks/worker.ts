@@ -1,10 +1,10 @@
 /**
- * The worker-thread side of the CPU pool, imported only by task modules
- * (`src/service/endpoints/<name>/task.ts`): the context the pool was started with, this
- * thread's view of the service signing key, and `implementTask`, which every task module's
- * default export goes through.
+ * The worker-thread side of the CPU pool, imported only by worker modules
+ * (`src/service/endpoints/<name>/worker.ts`): the context the pool was started with, this
+ * thread's view of the service signing key, and `implementTask`, which every worker module's
+ * exports go through.
  */
-import { workerData } from "node:worker_threads";
+import { isMainThread, workerData } from "node:worker_threads";
 import { nodeCrypto } from "../../verifier/crypto/node.js";
 import { platformCryptoProblem } from "../../verifier/crypto/platform.js";
 import { setVerifierCrypto, verifierCrypto } from "../../verifier/crypto/provider.js";
@@ -14,14 +14,29 @@ import { isTaskBatch, runTaskBatch, type TaskBatch, type TaskBatchResults } from
 import type { WorkerContext } from "./worker-context.js";
 import { releasingHeap } from "./worker-heap.js";
 
-export const workerContext = workerData as WorkerContext;
+let context: WorkerContext | undefined;
 
-// Each thread loads sodium-native for itself; the pool verifies with the main thread's choice,
-// so `/info`, the metrics and the startup line name what the threads use. A thread that
-// cannot load what the main thread loaded fails to start rather than answer otherwise.
-if (workerContext.ed25519 === "openssl") setVerifierCrypto(nodeCrypto);
-else if (workerContext.ed25519 === "libsodium" && verifierCrypto().id !== "libsodium") {
-  throw new Error(`this worker thread cannot verify with libsodium: ${platformCryptoProblem}`);
+/**
+ * The context the pool started this thread with (`workerData`). Read on first use, not at
+ * import: on the main thread there is none, and a module that imported this file there by
+ * mistake would otherwise go on with null; this says so instead.
+ */
+export function workerContext(): WorkerContext {
+  if (context !== undefined) return context;
+  if (isMainThread || workerData === null || workerData === undefined) {
+    throw new Error(
+      "tasks/worker.ts is worker-side: workerContext() has no context outside a CPU pool thread",
+    );
+  }
+  context = workerData as WorkerContext;
+  // Each thread loads sodium-native for itself; the pool verifies with the main thread's
+  // choice, so `/info`, the metrics and the startup line name what the threads use. A thread
+  // that cannot load what the main thread loaded fails rather than answer otherwise.
+  if (context.ed25519 === "openssl") setVerifierCrypto(nodeCrypto);
+  else if (context.ed25519 === "libsodium" && verifierCrypto().id !== "libsodium") {
+    throw new Error(`this worker thread cannot verify with libsodium: ${platformCryptoProblem}`);
+  }
+  return context;
 }
 
 let identity: ServiceIdentity | undefined;
@@ -31,7 +46,7 @@ let identity: ServiceIdentity | undefined;
  * nothing never need a key), so a key rotation reaches the threads by itself.
  */
 export function workerIdentity(): ServiceIdentity {
-  identity ??= ServiceIdentity.open(workerContext.dataDir);
+  identity ??= ServiceIdentity.open(workerContext().dataDir);
   return identity;
 }
 
@@ -44,6 +59,8 @@ export function implementTask<Input, Output>(
   _task: TaskDefinition<Input, Output>,
   run: (input: Input) => Output,
 ): (input: Input | TaskBatch<Input>) => Output | TaskBatchResults<Output> {
+  // The crypto choice is made before the first task runs, not when the first task reads it.
+  workerContext();
   // The pool sends batches only of tasks defined batchable (synchronous ones).
   return releasingHeap((input: Input | TaskBatch<Input>) =>
     isTaskBatch(input) ? runTaskBatch(input, run) : run(input),

@@ -6,7 +6,6 @@
  */
 import { createHash } from "node:crypto";
 import {
-  ANCHOR_DIGEST_PATTERN,
   type AnchorJob,
   anchorId,
   anchorJobId,
@@ -22,30 +21,8 @@ import {
   parseRequestJson,
   ServiceError,
 } from "../../errors.js";
-import { proofSchema } from "../../schemas/anchor.js";
 import { decodeProof } from "../../verification/anchor-answer.js";
-
-export const NOTE_MAX_CHARACTERS = 512;
-
-export const postAnchorBodySchema = {
-  type: "object",
-  description: "a proof to host for `digest`; its file digest must equal `digest`",
-  required: ["digest", "proof"],
-  additionalProperties: false,
-  properties: {
-    digest: {
-      type: "string",
-      pattern: ANCHOR_DIGEST_PATTERN,
-      description: "`sha256:` and 64 hex digits (stored in lower case)",
-    },
-    proof: proofSchema,
-    note: {
-      type: ["string", "null"],
-      maxLength: NOTE_MAX_CHARACTERS,
-      description: `free text stored with the proof, at most ${NOTE_MAX_CHARACTERS} characters`,
-    },
-  },
-} as const;
+import { postAnchorBodySchema } from "./contract.js";
 
 const validatePostAnchorBody = bodyValidator(postAnchorBodySchema);
 

@@ -3,7 +3,7 @@
  * anchors queue stores it; `GET /anchors/{digest}` serves the stored bytes as they are.
  */
 import type { FastifyInstance } from "fastify";
-import { ANCHOR_DIGEST_PATTERN, anchorId } from "../../../../queues/anchors.js";
+import { anchorId } from "../../../../queues/anchors.js";
 import { addUsage, chargeUsage } from "../../../storage/usage.js";
 import { errorAnswer, ServiceError, sendAnswer } from "../../errors.js";
 import { clientGone } from "../../http/client-gone.js";
@@ -11,10 +11,8 @@ import { submitDurably } from "../../http/durable-write.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { fromStore, STORE_UNAVAILABLE } from "../../library-errors.js";
 import { transferableBody } from "../../plugins/raw-body.js";
-import { attestationSchema } from "../../schemas/anchor.js";
-import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
-import { postAnchorBodySchema } from "./answer.js";
-import { prepareAnchorTask } from "./tasks.js";
+import { route } from "../operation.js";
+import { getAnchorOperation, prepareAnchorTask, storeAnchorOperation } from "./contract.js";
 
 export interface AnchorRoutesOptions {
   /** How long `POST /anchors` waits for a durable write before answering 202. */
@@ -33,102 +31,12 @@ const USAGE_COLLECTION = "anchors";
 const WRITE_FAILED = "the anchor store could not complete the write; nothing is half-stored, retry";
 const READ_FAILED = "the anchor store cannot be read right now, retry";
 
-const digestMember = { type: "string", description: "`sha256:<64 lower-case hex>`" } as const;
-
-const postAnchorSchema = {
-  description:
-    "Hosts an OpenTimestamps proof for a digest; a proof with more attestations replaces it",
-  body: postAnchorBodySchema,
-  response: {
-    200: {
-      description:
-        "the write is durable; `outcome`: created, replaced (upgraded proof), unchanged (same " +
-        "proof) or kept (the stored proof has as many attestations or more); `status` and " +
-        "`bytes` describe the proof stored now",
-      type: "object",
-      required: ["stored", "digest", "status", "bytes", "outcome"],
-      properties: {
-        stored: { type: "boolean", const: true },
-        digest: digestMember,
-        status: { type: "string" },
-        bytes: { type: "integer", description: "size of the stored proof" },
-        outcome: { type: "string", enum: ["created", "replaced", "unchanged", "kept"] },
-      },
-    },
-    202: {
-      description: "accepted but not yet durable; poll `status_url`",
-      type: "object",
-      required: ["stored", "digest", "status_url"],
-      properties: {
-        stored: { type: "boolean", const: false },
-        digest: digestMember,
-        status_url: { type: "string" },
-      },
-    },
-    400: {
-      ...errorResponseSchema,
-      description:
-        "invalid_json, bad_request, invalid_digest, invalid_proof_encoding, or proof_rejected " +
-        "with the anchor `code` (verifier.md §8.4)",
-      properties: { ...errorResponseSchema.properties, code: { type: "string" } },
-    },
-    403: {
-      ...errorResponseSchema,
-      description:
-        "anchor_quota_exceeded: this principal's proof bytes (`limit`, ANCHOR_KEY_QUOTA_BYTES, " +
-        "GET /info) are used up; `held` is what it has submitted",
-      properties: {
-        ...errorResponseSchema.properties,
-        limit: { type: "integer" },
-        held: { type: "integer" },
-      },
-    },
-    ...commonErrorResponses,
-  },
-} as const;
-
-const getAnchorSchema = {
-  description: "The stored anchor document for a digest",
-  params: {
-    type: "object",
-    required: ["digest"],
-    properties: {
-      digest: {
-        type: "string",
-        pattern: ANCHOR_DIGEST_PATTERN,
-        description: "`sha256:<64 hex>` (`:` may be percent-encoded; hex of either case)",
-      },
-    },
-  },
-  response: {
-    200: {
-      description: "the stored document, byte for byte as stored (strong ETag)",
-      type: "object",
-      required: ["digest", "proof", "note", "status", "stored_at", "attestations"],
-      properties: {
-        digest: digestMember,
-        proof: { type: "string", description: "standard base64 of the .ots proof" },
-        note: { type: ["string", "null"] },
-        status: { type: "string" },
-        stored_at: { type: "string", format: "date-time" },
-        attestations: { type: "array", items: attestationSchema },
-      },
-    },
-    304: { description: "the client's copy (If-None-Match) is current", type: "null" },
-    400: { ...errorResponseSchema, description: "invalid_digest" },
-    404: { ...errorResponseSchema, description: "anchor_not_found" },
-    ...commonErrorResponses,
-  },
-} as const;
-
-export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOptions) {
+export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOptions = {}) {
   const storeWaitMs = options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS;
   const quotaBytes = app.serviceConfig.limits.anchorPrincipalQuotaBytes;
 
-  app.post(
-    "/anchors",
-    { schema: postAnchorSchema, config: { access: "keyed" } },
-    async (request, reply) => {
+  route(app, storeAnchorOperation, {
+    handler: async (request, reply) => {
       const body = transferableBody(request.body);
       const prepared = await app.cpuPool.run(prepareAnchorTask, { body }, [body], {
         clientGone: clientGone(reply),
@@ -168,12 +76,11 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
       const { outcome, status, bytes } = stored;
       return reply.code(200).send({ stored: true, digest, status, bytes, outcome });
     },
-  );
+  });
 
-  app.get<{ Params: { digest: string } }>(
-    "/anchors/:digest",
-    { schema: getAnchorSchema, attachValidation: true, config: { access: "keyless" } },
-    async (request, reply) => {
+  route<{ Params: { digest: string } }>(app, getAnchorOperation, {
+    attachValidation: true,
+    handler: async (request, reply) => {
       const id = request.validationError ? null : anchorId(request.params.digest);
       if (id === null) throw new ServiceError("invalid_digest", { detail: DIGEST_DETAIL });
       const stored = await fromStore(reply, "anchors", READ_FAILED, () =>
@@ -182,5 +89,5 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
       if (stored === null) throw new ServiceError("anchor_not_found");
       return sendStoredDocument(request, reply, stored);
     },
-  );
+  });
 }

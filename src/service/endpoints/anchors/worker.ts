@@ -2,7 +2,7 @@
 import { implementTask } from "../../tasks/worker.js";
 import { answerVerifyAnchorRequest } from "../../verification/anchor-answer.js";
 import { prepareAnchorPost } from "./answer.js";
-import { prepareAnchorTask, verifyAnchorTask } from "./tasks.js";
+import { prepareAnchorTask, verifyAnchorTask } from "./contract.js";
 
 export const verify = implementTask(verifyAnchorTask, (task) =>
   answerVerifyAnchorRequest(new Uint8Array(task.body)),

@@ -2,10 +2,10 @@
 import { corpusLoader } from "../../../conformance/corpus.js";
 import { implementTask, workerContext, workerIdentity } from "../../tasks/worker.js";
 import { answerConformanceRequest } from "./answer.js";
-import { conformanceTask } from "./tasks.js";
+import { conformanceTask } from "./contract.js";
 
 const requestContext = {
-  corpus: corpusLoader(workerContext.corpusDir),
+  corpus: corpusLoader(workerContext().corpusDir),
   signer: () => workerIdentity().signer(),
 };
 

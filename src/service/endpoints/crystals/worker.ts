@@ -2,7 +2,7 @@
 import { move, transferableSymbol, valueSymbol } from "piscina";
 import { implementTask } from "../../tasks/worker.js";
 import { answerLineage, type CrystalPostAnswer, prepareCrystalPost } from "./answer.js";
-import { lineageTask, prepareCrystalTask } from "./tasks.js";
+import { lineageTask, prepareCrystalTask } from "./contract.js";
 
 export const post = implementTask(prepareCrystalTask, (task): CrystalPostAnswer => {
   const answer = prepareCrystalPost(new Uint8Array(task.body), task);

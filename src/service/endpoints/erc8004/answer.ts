@@ -51,6 +51,7 @@ import {
 } from "../../errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
 import { verifyWithinBudget } from "../../verification/answer.js";
+import { memberSchemas } from "./contract.js";
 
 export interface Erc8004Task {
   /** The raw request body, moved (not copied) to the worker. */
@@ -66,37 +67,6 @@ export interface Erc8004RequestContext {
   maxResultBytes: number;
 }
 
-const memberSchemas = {
-  request_id: {
-    type: "string",
-    pattern: "^0x[0-9a-fA-F]{64}$",
-    description: "the ERC-8004 request hash being answered: bytes32 as 0x + 64 hex digits",
-  },
-  task_hash: {
-    type: "string",
-    pattern: "^(0x|sha256:)[0-9a-fA-F]{64}$",
-    description:
-      "32 bytes as 0x<64 hex> or sha256:<64 hex>; must equal SHA-256 or keccak-256 of the " +
-      "bundle's task_id, a delivery.attestation response_hash, or the terminal receipt's digest",
-  },
-  bundle: { type: "object", description: "the Continuity Receipt bundle to validate" },
-  registry_address: {
-    type: "string",
-    pattern: "^0x[0-9a-fA-F]{40}$",
-    default: DEFAULT_VALIDATION_REGISTRY,
-    description:
-      "the Validation Registry (the EIP-712 verifyingContract); mixed case must be a valid " +
-      "EIP-55 checksum",
-  },
-  chain_id: {
-    type: "integer",
-    minimum: 1,
-    maximum: MAX_CHAIN_ID,
-    default: DEFAULT_CHAIN_ID,
-    description: "the EIP-712 domain's chainId (EIP-155)",
-  },
-} as const;
-
 type MemberName = keyof typeof memberSchemas;
 type RequiredMember = "request_id" | "task_hash" | "bundle";
 const MEMBERS = Object.keys(memberSchemas) as MemberName[];
@@ -105,17 +75,6 @@ const REQUIRED: readonly RequiredMember[] = ["request_id", "task_hash", "bundle"
 function isRequired(name: MemberName): name is RequiredMember {
   return (REQUIRED as readonly MemberName[]).includes(name);
 }
-
-/** The route's body schema: the OpenAPI document shows it, the worker checks against it. */
-export const validateBodySchema = {
-  type: "object",
-  description:
-    "an ERC-8004 validation request. Parsed strictly: UTF-8, no duplicate members, no " +
-    "trailing data; unknown members are refused",
-  required: REQUIRED,
-  additionalProperties: false,
-  properties: memberSchemas,
-} as const;
 
 /** One validator per member, so a failure names its member and gets that member's code. */
 const memberValidators = new Map(

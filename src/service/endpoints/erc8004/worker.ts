@@ -2,17 +2,17 @@
 import { openValidatorKey, type ValidatorKey } from "../../../erc8004/validator-key.js";
 import { implementTask, workerContext } from "../../tasks/worker.js";
 import { answerValidateRequest } from "./answer.js";
-import { validateTask } from "./tasks.js";
+import { validateTask } from "./contract.js";
 
 let validator: ValidatorKey | undefined;
 
 const requestContext = {
   validator: () => {
-    validator ??= openValidatorKey(workerContext.dataDir);
+    validator ??= openValidatorKey(workerContext().dataDir);
     return validator;
   },
   now: Date.now,
-  maxResultBytes: workerContext.maxResultBytes,
+  maxResultBytes: workerContext().maxResultBytes,
 };
 
 export default implementTask(validateTask, (task) =>

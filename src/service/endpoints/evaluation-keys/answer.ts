@@ -13,7 +13,7 @@ import { bodyValidator } from "../../../validation/body-validator.js";
 import { isObject } from "../../../verifier/json/value.js";
 import { formatUtcSeconds } from "../../../verifier/timestamps.js";
 import { type ErrorCode, parseRequestJson, ServiceError } from "../../errors.js";
-import { issueBodySchema, PROOF_OF_WORK_RULE } from "./schemas.js";
+import { issueBodySchema, PROOF_OF_WORK_RULE } from "./contract.js";
 
 /** `{"challenge","nonce"}` is well under 400 bytes; anything near this is not one. */
 export const ISSUE_BODY_LIMIT = 4096;

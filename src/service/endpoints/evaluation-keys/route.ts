@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 import type { IssueOutcome } from "../../../access/evaluation/issuer.js";
 import { refusalFor, withRetryAfter } from "../../library-errors.js";
 import { rawBody } from "../../plugins/raw-body.js";
-import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
+import { route } from "../operation.js";
 import {
   challengeAnswer,
   disabledRefusal,
@@ -19,62 +19,9 @@ import {
   issueRefusal,
   parseIssueBody,
 } from "./answer.js";
-import {
-  challengeSchema,
-  issueBodySchema,
-  issuedKeySchema,
-  PROOF_OF_WORK_RULE,
-} from "./schemas.js";
+import { getEvaluationChallengeOperation, issueEvaluationKeyOperation } from "./contract.js";
 
 const NO_STORE = "no-store";
-
-const disabledResponse = {
-  ...errorResponseSchema,
-  description: "`evaluation_keys_disabled`: the operator switched evaluation keys off",
-};
-
-const challengeRouteSchema = {
-  description:
-    "A proof-of-work challenge for an evaluation key (no key needed; one anonymous call): " +
-    `${PROOF_OF_WORK_RULE}, then POST it with the nonce to /keys/evaluation before it expires.`,
-  response: {
-    200: challengeSchema,
-    404: disabledResponse,
-    ...commonErrorResponses,
-  },
-} as const;
-
-const issueRouteSchema = {
-  description:
-    "Issues an evaluation API key at once for a solved challenge (no key needed; one anonymous " +
-    "call). The key is shown only in this answer, works for a limited time with a small daily " +
-    "cap, and is never billed; each client address may obtain a few per UTC day.",
-  body: issueBodySchema,
-  response: {
-    201: issuedKeySchema,
-    400: {
-      ...errorResponseSchema,
-      description:
-        "`bad_shape`, `invalid_challenge` (not issued here, or altered), `challenge_expired`, " +
-        "`insufficient_proof_of_work`",
-    },
-    404: disabledResponse,
-    409: { ...errorResponseSchema, description: "`challenge_already_used`: spend each once" },
-    429: {
-      ...errorResponseSchema,
-      description:
-        "`evaluation_limit_reached` (this client address's keys today), " +
-        "`evaluation_keys_exhausted` (all keys today); `limit` is the limit, `Retry-After` the " +
-        "seconds to 00:00 UTC",
-    },
-    503: {
-      ...errorResponseSchema,
-      description:
-        "`challenge_ledger_unavailable` (spent challenges cannot be checked), `store_unavailable`",
-    },
-    500: commonErrorResponses[500],
-  },
-} as const;
 
 function noStore(reply: FastifyReply): FastifyReply {
   return reply.header("cache-control", NO_STORE);
@@ -83,24 +30,17 @@ function noStore(reply: FastifyReply): FastifyReply {
 export async function evaluationKeyRoutes(app: FastifyInstance) {
   const { evaluation } = app.accessServices;
 
-  app.get(
-    "/keys/evaluation/challenge",
-    { schema: challengeRouteSchema, config: { access: "anonymous" } },
-    async (_request, reply) => {
+  route(app, getEvaluationChallengeOperation, {
+    handler: async (_request, reply) => {
       noStore(reply);
       if (evaluation === null) throw disabledRefusal();
       return challengeAnswer(await evaluation.challenge());
     },
-  );
+  });
 
-  app.post(
-    "/keys/evaluation",
-    {
-      schema: issueRouteSchema,
-      config: { access: "anonymous" },
-      bodyLimit: ISSUE_BODY_LIMIT,
-    },
-    async (request, reply) => {
+  route(app, issueEvaluationKeyOperation, {
+    bodyLimit: ISSUE_BODY_LIMIT,
+    handler: async (request, reply) => {
       noStore(reply);
       if (evaluation === null) throw disabledRefusal();
       const { challenge, nonce } = parseIssueBody(rawBody(request.body));
@@ -121,5 +61,5 @@ export async function evaluationKeyRoutes(app: FastifyInstance) {
       }
       return reply.code(201).send(issuedKeyAnswer(outcome.created));
     },
-  );
+  });
 }

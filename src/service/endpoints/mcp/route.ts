@@ -14,122 +14,39 @@ import { clientGone } from "../../http/client-gone.js";
 import { ifNoneMatchMatches, strongEtag } from "../../http/stored-document.js";
 import { keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
-import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { chargeWorkDone } from "../../work-charged.js";
+import { route } from "../operation.js";
 import { revocationDocumentCheckOn } from "../revocations/documents.js";
 import type { McpReplyPart, McpTask } from "./answer.js";
+import {
+  getMcpServerCardOperation,
+  getMcpServerCardSep2127Operation,
+  mcpEndSessionOperation,
+  mcpOpenStreamOperation,
+  mcpOperation,
+  mcpTask,
+  preflightMcpServerCardOperation,
+  preflightMcpServerCardSep2127Operation,
+} from "./contract.js";
 import { answerGetRevocations } from "./get-revocations.js";
-import { MCP_PATH, serverCard } from "./server-card.js";
-import { mcpTask } from "./tasks.js";
+import { serverCard } from "./server-card.js";
 import { acceptsJson, allowedOrigins, isAllowedOrigin, isJsonContentType } from "./transport.js";
 import { answerCachedVerifyBundle, type VerifiedPart } from "./verify-bundle.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
-const jsonRpcMessage = {
-  type: "object",
-  required: ["jsonrpc"],
-  properties: {
-    jsonrpc: { const: "2.0" },
-    id: { type: ["string", "integer"], description: "present on requests, never null" },
-    method: {
-      type: "string",
-      description: "`initialize`, `ping`, `tools/list`, `tools/call` or a notification",
-    },
-    params: { type: "object" },
-  },
-} as const;
-
-const jsonRpcResponse = {
-  type: "object",
-  required: ["jsonrpc", "id"],
-  properties: {
-    jsonrpc: { const: "2.0" },
-    id: { type: ["string", "integer", "null"] },
-    result: { type: "object", additionalProperties: true },
-    error: {
-      type: "object",
-      required: ["code", "message"],
-      properties: { code: { type: "integer" }, message: { type: "string" }, data: {} },
-    },
-  },
-} as const;
-
-const mcpPostSchema = {
-  description:
-    "MCP over Streamable HTTP, stateless, one JSON response per request. `initialize`, `ping`, " +
-    "`tools/list` and notifications are open; `tools/call` (tools `verify_bundle`, " +
-    "`verify_anchor`, `get_revocations`) needs an API key. Batches only with protocol 2025-03-26.",
-  headers: {
-    type: "object",
-    properties: {
-      "mcp-protocol-version": {
-        type: "string",
-        description: "the negotiated version; absent means 2025-03-26",
-      },
-    },
-  },
-  body: {
-    description: "one JSON-RPC 2.0 message, or (protocol 2025-03-26) a non-empty batch of them",
-    oneOf: [jsonRpcMessage, { type: "array", minItems: 1, items: jsonRpcMessage }],
-  },
-  response: {
-    200: {
-      description: "the response to the request (a result or a JSON-RPC error), or to a batch",
-      oneOf: [jsonRpcResponse, { type: "array", items: jsonRpcResponse }],
-    },
-    202: { description: "only notifications or responses were sent", type: "null" },
-    400: {
-      ...jsonRpcResponse,
-      description:
-        "-32700 parse error, -32600 invalid message or refused batch, -32000 unsupported " +
-        'MCP-Protocol-Version; -32600 with `data: {error: "result_too_large", limit}` when ' +
-        "the verify_bundle verdicts (errors and reasons) and verify_anchor results of the body " +
-        "(one message or a whole batch) would take more than `max_result_bytes` (GET /info)",
-    },
-    // The refusals of `keyedAccess` for a `tools/call` (service.md §9). Open schemas, so that
-    // whatever body the access decision carries (an x402 challenge, say) is sent in full.
-    401: { type: "object", additionalProperties: true, description: "no key or a bad key" },
-    402: { type: "object", additionalProperties: true, description: "an x402 challenge" },
-    429: { type: "object", additionalProperties: true, description: "the daily cap is reached" },
-    403: { ...errorResponseSchema, description: "`origin_not_allowed`: a foreign Origin" },
-    406: { ...errorResponseSchema, description: "`not_acceptable`: Accept excludes JSON" },
-    415: {
-      ...errorResponseSchema,
-      description: "`unsupported_media_type`: Content-Type is not application/json",
-    },
-    ...commonErrorResponses,
-  },
-} as const;
-
-const methodNotAllowedSchema = {
-  description:
-    "Not offered: this stateless server opens no server-to-client stream and keeps no " +
-    "sessions. Answered 405 with `Allow: POST`.",
-  response: {
-    405: { ...errorResponseSchema, description: "`method_not_allowed`" },
-  },
-} as const;
-
-const serverCardSchema = {
-  description:
-    "The MCP server card: name, version, transport, capabilities, tools and authentication " +
-    "(cacheable, `ETag`, CORS open).",
-  response: {
-    200: { type: "object", additionalProperties: true },
-    304: { description: "the client's copy (named by `If-None-Match`) is current", type: "null" },
-  },
-} as const;
-
-const preflightSchema = {
-  description: "CORS preflight for the server card",
-  response: { 204: { description: "GET allowed from any origin", type: "null" } },
-} as const;
-
 /** SEP-2127's location and media type; the contract's location serves plain JSON. */
 const CARD_LOCATIONS = [
-  { url: "/.well-known/mcp/server-card.json", type: JSON_TYPE },
-  { url: `${MCP_PATH}/server-card`, type: "application/mcp-server-card+json; charset=utf-8" },
+  {
+    card: getMcpServerCardOperation,
+    preflight: preflightMcpServerCardOperation,
+    type: JSON_TYPE,
+  },
+  {
+    card: getMcpServerCardSep2127Operation,
+    preflight: preflightMcpServerCardSep2127Operation,
+    type: "application/mcp-server-card+json; charset=utf-8",
+  },
 ] as const;
 
 /** A header field as one string (Node joins most repeated fields; a few arrive as arrays). */
@@ -199,10 +116,8 @@ export async function mcpRoutes(app: FastifyInstance) {
     };
   };
 
-  app.post(
-    MCP_PATH,
-    { schema: mcpPostSchema, config: { access: "mixed" } },
-    async (request, reply) => {
+  route(app, mcpOperation, {
+    handler: async (request, reply) => {
       const refusal = transportRefusal(request, origins);
       if (refusal !== null) return sendAnswer(reply, refusal);
       // Decided before the body is read, which only the worker does; it is applied only if
@@ -234,32 +149,28 @@ export async function mcpRoutes(app: FastifyInstance) {
         .type(JSON_TYPE)
         .send(answer.batch ? `[${json.join(",")}]` : json[0]);
     },
-  );
-
-  app.route({
-    method: ["GET", "DELETE"],
-    url: MCP_PATH,
-    schema: methodNotAllowedSchema,
-    config: { access: "keyless" },
-    handler: async (request, reply) =>
-      sendAnswer(
-        reply.header("allow", "POST"),
-        errorAnswer("method_not_allowed", {
-          detail: `${request.method} is not offered: this server is stateless; use POST`,
-        }),
-      ),
   });
 
+  for (const operation of [mcpOpenStreamOperation, mcpEndSessionOperation]) {
+    route(app, operation, {
+      handler: async (request, reply) =>
+        sendAnswer(
+          reply.header("allow", "POST"),
+          errorAnswer("method_not_allowed", {
+            detail: `${request.method} is not offered: this server is stateless; use POST`,
+          }),
+        ),
+    });
+  }
+
   for (const location of CARD_LOCATIONS) {
-    app.get(
-      location.url,
-      { schema: serverCardSchema, config: { access: "keyless", cors: false } },
-      async (request, reply) => sendServerCard(request, reply, location.type),
-    );
-    app.options(
-      location.url,
-      { schema: preflightSchema, config: { access: "keyless", cors: false } },
-      async (_request, reply) =>
+    route(app, location.card, {
+      config: { cors: false },
+      handler: async (request, reply) => sendServerCard(request, reply, location.type),
+    });
+    route(app, location.preflight, {
+      config: { cors: false },
+      handler: async (_request, reply) =>
         reply
           .code(204)
           .header("access-control-allow-origin", "*")
@@ -267,6 +178,6 @@ export async function mcpRoutes(app: FastifyInstance) {
           .header("access-control-allow-headers", "Content-Type, If-None-Match")
           .header("access-control-max-age", "86400")
           .send(),
-    );
+    });
   }
 }

@@ -13,44 +13,16 @@
  * waiting for its disk or database.
  */
 import type { FastifyInstance } from "fastify";
-
-const dependency = { type: "string", enum: ["up", "down"] } as const;
-
-const healthBody = {
-  type: "object",
-  required: ["ok"],
-  properties: {
-    ok: { type: "boolean" },
-    redis: dependency,
-    db: dependency,
-    store: { type: "string", enum: ["low_space", "full"] },
-  },
-} as const;
-
-const healthSchema = {
-  description:
-    "readiness and dependencies: {ok, redis?, db?, store?}; 503 when the document store is unreachable or its disk is full",
-  response: { 200: healthBody, 503: healthBody },
-} as const;
-
-const liveSchema = {
-  description: "liveness: 200 {ok: true} whenever the process answers, whatever its dependencies",
-  response: {
-    200: { type: "object", required: ["ok"], properties: { ok: { type: "boolean" } } },
-  },
-} as const;
+import { route } from "../operation.js";
+import { healthOperation, livenessOperation } from "./contract.js";
 
 export async function healthRoutes(app: FastifyInstance) {
-  app.get(
-    "/health",
-    { schema: healthSchema, config: { access: "keyless" } },
-    async (_request, reply) => {
+  route(app, healthOperation, {
+    handler: async (_request, reply) => {
       const dependencies = await app.backends.health();
       const ok = dependencies.db !== "down" && dependencies.store !== "full";
       return reply.code(ok ? 200 : 503).send({ ok, ...dependencies });
     },
-  );
-  app.get("/health/live", { schema: liveSchema, config: { access: "keyless" } }, async () => ({
-    ok: true,
-  }));
+  });
+  route(app, livenessOperation, { handler: async () => ({ ok: true }) });
 }

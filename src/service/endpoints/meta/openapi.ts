@@ -4,31 +4,21 @@
  * cannot drift from the code.
  *
  * What a route schema does not say is derived here, in one place (issue 14): each
- * operation's name (`OPERATIONS`), its security from the route's access class, and the
- * refusals every route of its kind can answer, with their statuses from `ERROR_STATUS`
- * (access control, the body parser, the connection guard). A route's own refusals stay in its
- * schema; the derived codes are added to them.
+ * operation's name (from its contract, `config.operation`), its security from the route's
+ * access class, and the refusals every route of its kind can answer, with their statuses from
+ * `ERROR_STATUS` (access control, the body parser, the connection guard). A route's own
+ * refusals are its contract's `refusals` (`config.refusals`); the derived codes are added.
  */
 import swagger from "@fastify/swagger";
 import type { FastifyInstance } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import { VERIFIER_VERSION } from "../../../verifier/version.js";
 import { ERROR_STATUS, type ErrorCode } from "../../errors.js";
-import type { RouteAccess } from "../../plugins/access.js";
+import { isUncountedRoute, type RouteAccess } from "../../plugins/access.js";
 import { FASTIFY_VERSION, PLATFORM } from "../../plugins/names.js";
 import { codesByStatus, describeCodes, errorResponseSchema } from "../../schemas/errors.js";
-
-type Tag =
-  | "verification"
-  | "anchors"
-  | "revocations"
-  | "payments"
-  | "erc8004"
-  | "crystals"
-  | "mcp"
-  | "conformance"
-  | "keys"
-  | "meta";
+import { type OperationName, route, type Tag } from "../operation.js";
+import { openApiOperation } from "./contract.js";
 
 const TAGS: Record<Tag, string> = {
   verification: "Verify Continuity Receipt bundles and verification receipts",
@@ -41,119 +31,6 @@ const TAGS: Record<Tag, string> = {
   conformance: "The conformance referee",
   keys: "Self-served evaluation API keys",
   meta: "Health, service information and this document",
-};
-
-interface OperationName {
-  operationId: string;
-  summary: string;
-  tag: Tag;
-}
-
-/**
- * Every operation's stable name, keyed `METHOD /path` as the document spells it. A route
- * that is not named here makes `/openapi.json` fail (as a route without an access class
- * fails registration): generated clients take their method names from `operationId`, so a
- * name is part of the contract and is chosen, not derived.
- */
-const OPERATIONS: Record<string, OperationName> = {
-  "POST /verify": {
-    operationId: "verify",
-    summary: "Verify a bundle or a batch",
-    tag: "verification",
-  },
-  "POST /verify-receipt": {
-    operationId: "verifyReceipt",
-    summary: "Check a verification receipt",
-    tag: "verification",
-  },
-  "POST /verify-anchor": {
-    operationId: "verifyAnchor",
-    summary: "Verify an OpenTimestamps proof",
-    tag: "anchors",
-  },
-  "POST /anchors": { operationId: "storeAnchor", summary: "Host an anchor proof", tag: "anchors" },
-  "GET /anchors/{digest}": {
-    operationId: "getAnchor",
-    summary: "Read a hosted anchor proof",
-    tag: "anchors",
-  },
-  "GET /revocations/{issuer}": {
-    operationId: "getRevocations",
-    summary: "Read an issuer's revocation document",
-    tag: "revocations",
-  },
-  "POST /payment-receipts": {
-    operationId: "recordPaymentReceipt",
-    summary: "Record a settled payment (internal)",
-    tag: "payments",
-  },
-  "GET /receipts/{tx}": {
-    operationId: "getPaymentReceipt",
-    summary: "Read a settlement receipt",
-    tag: "payments",
-  },
-  "POST /erc8004/validate": {
-    operationId: "validateErc8004",
-    summary: "Validate a bundle for an ERC-8004 request",
-    tag: "erc8004",
-  },
-  "POST /crystals": {
-    operationId: "storeCrystal",
-    summary: "Store a sealed crystal",
-    tag: "crystals",
-  },
-  "GET /crystals/{crystal_id}": {
-    operationId: "getCrystal",
-    summary: "Read a crystal's envelope",
-    tag: "crystals",
-  },
-  "GET /crystals/lineage": {
-    operationId: "getCrystalLineage",
-    summary: "Read a tenant's crystal lineage",
-    tag: "crystals",
-  },
-  "POST /mcp": { operationId: "mcp", summary: "Send MCP JSON-RPC messages", tag: "mcp" },
-  "GET /mcp": { operationId: "mcpOpenStream", summary: "Not offered (405)", tag: "mcp" },
-  "DELETE /mcp": { operationId: "mcpEndSession", summary: "Not offered (405)", tag: "mcp" },
-  "GET /.well-known/mcp/server-card.json": {
-    operationId: "getMcpServerCard",
-    summary: "Read the MCP server card",
-    tag: "mcp",
-  },
-  "OPTIONS /.well-known/mcp/server-card.json": {
-    operationId: "preflightMcpServerCard",
-    summary: "CORS preflight of the server card",
-    tag: "mcp",
-  },
-  "GET /mcp/server-card": {
-    operationId: "getMcpServerCardSep2127",
-    summary: "Read the MCP server card (SEP-2127 location)",
-    tag: "mcp",
-  },
-  "OPTIONS /mcp/server-card": {
-    operationId: "preflightMcpServerCardSep2127",
-    summary: "CORS preflight of the server card (SEP-2127 location)",
-    tag: "mcp",
-  },
-  "POST /conformance": {
-    operationId: "gradeConformance",
-    summary: "Grade an implementation's answers",
-    tag: "conformance",
-  },
-  "GET /keys/evaluation/challenge": {
-    operationId: "getEvaluationChallenge",
-    summary: "Get a proof-of-work challenge for an evaluation key",
-    tag: "keys",
-  },
-  "POST /keys/evaluation": {
-    operationId: "issueEvaluationKey",
-    summary: "Issue an evaluation key for a solved challenge",
-    tag: "keys",
-  },
-  "GET /health": { operationId: "getHealth", summary: "Readiness and dependencies", tag: "meta" },
-  "GET /health/live": { operationId: "getLiveness", summary: "Liveness", tag: "meta" },
-  "GET /info": { operationId: "getInfo", summary: "What this service is", tag: "meta" },
-  "GET /openapi.json": { operationId: "getOpenApi", summary: "This OpenAPI document", tag: "meta" },
 };
 
 const KEY_FORMAT = "`svc_` followed by 48 hex digits";
@@ -202,7 +79,12 @@ type SecurityRequirement = Partial<Record<SchemeName, never[]>>;
 
 /** What the collector records of each route, for the document's derived parts. */
 interface RouteFacts {
+  /** The route as registered (`/anchors/:digest`), as access control sees it. */
+  url: string;
   access: RouteAccess | undefined;
+  operation: OperationName | undefined;
+  /** The refusals the route's contract says it answers itself. */
+  refusals: readonly ErrorCode[];
   hasBody: boolean;
 }
 
@@ -228,16 +110,15 @@ const PAYMENT_CODES = (Object.keys(ERROR_STATUS) as ErrorCode[]).filter(
   (code) => ERROR_STATUS[code] === 402,
 );
 
-/** Routes access control does not count (plugins/access.ts): no cap, no 429. */
-const UNCOUNTED = new Set(["/health", "/health/live"]);
-
-/** The refusals every route of this kind can answer, besides those its schema names. */
-function derivedCodes(path: string, facts: RouteFacts, payments: boolean): ErrorCode[] {
+/** The refusals every route of this kind can answer, besides those its contract names. */
+function derivedCodes(facts: RouteFacts, payments: boolean): ErrorCode[] {
+  // Routes access control does not count (plugins/access.ts): no cap, no 429.
+  const uncounted = isUncountedRoute(facts.url);
   // Any request: a URL or header Node cannot read, a full connection table, a fault.
   const codes: ErrorCode[] = ["bad_request", "too_many_connections", "internal_error"];
   const { access } = facts;
   // `anonymous` routes read no credential, so none can conflict.
-  if (access !== "internal" && access !== undefined && !UNCOUNTED.has(path)) {
+  if (access !== "internal" && access !== undefined && !uncounted) {
     codes.push(
       ...(access === "anonymous" ? [] : (["conflicting_credentials"] as const)),
       "daily_cap_reached",
@@ -264,7 +145,7 @@ function derivedCodes(path: string, facts: RouteFacts, payments: boolean): Error
   if (facts.hasBody)
     codes.push("invalid_json", "body_too_large", "overloaded", "work_limit_exceeded");
   // Any request but a health check, while the process holds its memory budget.
-  if (!UNCOUNTED.has(path)) codes.push("memory_budget_exceeded");
+  if (!uncounted) codes.push("memory_budget_exceeded");
   return codes;
 }
 
@@ -343,23 +224,24 @@ function isPlainErrorSchema(schema: unknown): boolean {
   return JSON.stringify(rest) === JSON.stringify(errorResponseSchema);
 }
 
-function mentions(text: string, code: string): boolean {
-  return new RegExp(`(^|[^a-z0-9_])${code}($|[^a-z0-9_])`).test(text);
-}
-
-/** The operation's responses: its own, with the derived refusals merged in by status. */
+/**
+ * The operation's responses: its own, with the derived refusals merged in by status. A code
+ * of the contract's `refusals` is described by the route's own response text, so it is not
+ * added again; a status that only the contract's refusals name gets a response listing them.
+ */
 function responsesOf(
   declared: Record<string, ResponseObject>,
   derived: readonly ErrorCode[],
+  refusals: readonly ErrorCode[],
 ): Record<string, ResponseObject> {
-  const groups = codesByStatus(derived);
+  const groups = codesByStatus([...derived, ...refusals]);
   const statuses = new Set([...Object.keys(declared).map(Number), ...groups.keys()]);
   const responses: Record<string, ResponseObject> = {};
   for (const status of [...statuses].sort((a, b) => a - b)) {
     const own = declared[String(status)];
     const codes = groups.get(status) ?? [];
     const ownText = own?.description === "Default Response" ? "" : (own?.description ?? "");
-    const extra = codes.filter((code) => !mentions(ownText, code));
+    const extra = codes.filter((code) => !refusals.includes(code));
     let description = ownText;
     if (description === "") description = describeCodes(codes);
     else if (extra.length > 0) description = `${ownText}; also ${describeCodes(extra)}`;
@@ -401,7 +283,10 @@ async function collectOpenApi(app: FastifyInstance) {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       routes.set(`${method} ${documentPath(route.url)}`, {
+        url: route.url,
         access: route.config?.access,
+        operation: route.config?.operation,
+        refusals: route.config?.refusals ?? [],
         hasBody: route.schema?.body !== undefined,
       });
     }
@@ -453,10 +338,13 @@ function completeDocument(
   for (const [path, methods] of Object.entries(paths)) {
     for (const [method, operation] of Object.entries(methods)) {
       const key = `${method.toUpperCase()} ${path}`;
-      const name = OPERATIONS[key];
       const facts = routes.get(key);
-      if (name === undefined || facts === undefined) {
-        throw new Error(`${key} has no name in OPERATIONS (meta/openapi.ts)`);
+      const name = facts?.operation;
+      if (facts === undefined || name === undefined) {
+        throw new Error(
+          `${key} has no operation name: register it with route() from an operation of its ` +
+            "endpoint's contract.ts (endpoints/operation.ts)",
+        );
       }
       used.add(name.tag);
       const { description, responses, ...rest } = operation;
@@ -467,7 +355,7 @@ function completeDocument(
         description,
         ...rest,
         security: securityOf(facts.access, payments),
-        responses: responsesOf(responses ?? {}, derivedCodes(path, facts, payments)),
+        responses: responsesOf(responses ?? {}, derivedCodes(facts, payments), facts.refusals),
       };
     }
   }
@@ -489,15 +377,5 @@ function completeDocument(
 }
 
 export async function openApiRoutes(app: FastifyInstance) {
-  app.get(
-    "/openapi.json",
-    {
-      schema: {
-        description: "this OpenAPI 3.1 document",
-        response: { 200: { type: "object", additionalProperties: true } },
-      },
-      config: { access: "keyless" },
-    },
-    async () => app.swagger(),
-  );
+  route(app, openApiOperation, { handler: async () => app.swagger() });
 }

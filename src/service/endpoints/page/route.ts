@@ -67,16 +67,9 @@ export function locateWebRoot(): string | null {
   return null;
 }
 
-export interface PageOptions {
-  /** `VERIFICATION_PAGE`: false, no route is registered, so `GET /` is the usual 404. */
-  enabled: boolean;
-  /** The built page (`dist/web`), or null when it was not built: then there is no `GET /`. */
-  root: string | null;
-}
-
-export async function pageRoutes(app: FastifyInstance, options: PageOptions) {
-  const { enabled, root } = options;
-  if (!enabled) return;
+export async function pageRoutes(app: FastifyInstance) {
+  if (!app.serviceConfig.verificationPage) return;
+  const root = locateWebRoot();
   if (root === null) {
     app.log.warn(
       "the verification page is not built (no dist/web): GET / answers 404; run npm run build",

@@ -25,7 +25,7 @@ import {
 } from "../../../verifier/revocations/document.js";
 import { mergeStatements } from "../../../verifier/revocations/statements.js";
 import type { CpuPool } from "../../cpu-pool.js";
-import { checkRevocationDocumentTask } from "./tasks.js";
+import { checkRevocationDocumentTask } from "./contract.js";
 
 const COLLECTION: CollectionName = "revocations";
 

@@ -5,40 +5,14 @@
 import type { FastifyInstance } from "fastify";
 import { errorAnswer, sendAnswer } from "../../errors.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
-import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
-import { revocationDocumentSchema } from "../../schemas/revocation-document.js";
+import { route } from "../operation.js";
+import { getRevocationsOperation } from "./contract.js";
 import { lookupRevocationDocument, revocationDocumentCheckOn } from "./documents.js";
-
-const revocationsSchema = {
-  description:
-    "The issuer's revocation document (verifier.md §7): self-signed statements revoking the issuer's key, " +
-    "each validated before it is served. Conditional requests with `If-None-Match` are answered 304.",
-  params: {
-    type: "object",
-    required: ["issuer"],
-    properties: {
-      issuer: { type: "string", description: "the issuer's did:key (`:` may be percent-encoded)" },
-    },
-  },
-  response: {
-    200: revocationDocumentSchema,
-    304: { description: "the client's copy (named by `If-None-Match`) is current", type: "null" },
-    404: {
-      ...errorResponseSchema,
-      description:
-        "`no_document`: the issuer has no document, whatever its form (only an Ed25519 " +
-        "did:key can have one)",
-    },
-    ...commonErrorResponses,
-  },
-} as const;
 
 export async function revocationRoutes(app: FastifyInstance) {
   const check = revocationDocumentCheckOn(app.cpuPool);
-  app.get<{ Params: { issuer: string } }>(
-    "/revocations/:issuer",
-    { schema: revocationsSchema, config: { access: "keyless" } },
-    async (request, reply) => {
+  route<{ Params: { issuer: string } }>(app, getRevocationsOperation, {
+    handler: async (request, reply) => {
       const found = await lookupRevocationDocument(app.documentStore, request.params.issuer, check);
       switch (found.status) {
         case "found":
@@ -50,5 +24,5 @@ export async function revocationRoutes(app: FastifyInstance) {
           return sendAnswer(reply, errorAnswer("stored_document_invalid"));
       }
     },
-  );
+  });
 }

@@ -1,7 +1,7 @@
 /** Worker-thread side of `GET /revocations/{issuer}`: the stored document's signatures. */
 import { implementTask } from "../../tasks/worker.js";
+import { checkRevocationDocumentTask } from "./contract.js";
 import { revocationDocumentProblems } from "./documents.js";
-import { checkRevocationDocumentTask } from "./tasks.js";
 
 export default implementTask(
   checkRevocationDocumentTask,

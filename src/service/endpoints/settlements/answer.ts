@@ -8,7 +8,6 @@ import { type SettlementJobRequest, settlementJobId } from "../../../../queues/s
 import {
   checkSettlement,
   INVALID_TRANSACTION_HASH_DETAIL,
-  settlementSchema,
   transactionId,
 } from "../../../payments/settlement-receipt.js";
 import { isObject, type JsonValue } from "../../../verifier/json/value.js";
@@ -21,9 +20,6 @@ export interface PaymentReceiptTask {
 
 /** A refusal to send as it is. */
 export type PaymentReceiptRefusal = { kind: "reply" } & Answer;
-
-/** The body schema of `POST /payment-receipts`: a settlement, as the queue carries it. */
-export const paymentReceiptBodySchema = settlementSchema;
 
 function refuse(answer: Answer): PaymentReceiptRefusal {
   return { kind: "reply", ...answer };

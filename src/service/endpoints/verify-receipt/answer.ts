@@ -34,7 +34,6 @@ import {
 } from "../../../verifier/revocations/document.js";
 import { mergeStatements } from "../../../verifier/revocations/statements.js";
 import {
-  VERIFICATION_RECEIPT_KIND,
   type VerifyReceiptOptions,
   verifyVerificationReceipt,
 } from "../../../verifier/verification-receipt/index.js";
@@ -46,60 +45,12 @@ import {
   ServiceError,
 } from "../../errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
+import { receiptRequestSchema } from "./contract.js";
 
 export interface VerifyReceiptTask {
   /** The raw request body, moved (not copied) to the worker. */
   body: ArrayBuffer;
 }
-
-const receiptSchema = {
-  type: "object",
-  description:
-    "a verification receipt (verifier.md §6.1), checked as it is: a malformed receipt is a " +
-    "`200` with `valid: false`, not a refused request",
-  required: ["kind"],
-  properties: {
-    kind: { const: VERIFICATION_RECEIPT_KIND },
-    version: { const: 1 },
-    bundle_digest: { type: "string" },
-    verdict: { type: "string" },
-    verified_at: { type: "string" },
-    issuer: { type: "string" },
-    sig: { type: "object" },
-  },
-} as const;
-
-/** The wrapped form; the worker validates a wrapped body against this schema. */
-export const receiptRequestSchema = {
-  type: "object",
-  description: "a receipt with what to check it against; recognised by having no `kind` member",
-  required: ["receipt"],
-  additionalProperties: false,
-  properties: {
-    receipt: { description: "the verification receipt" },
-    bundle_bytes_b64: {
-      type: "string",
-      description:
-        "the bundle's JSON bytes in standard padded base64; checks that the receipt's " +
-        "bundle_digest is the digest of this bundle",
-    },
-    bundle: { type: "object", description: "the bundle, as an alternative to bundle_bytes_b64" },
-    revocations: {
-      type: ["array", "object"],
-      description:
-        "what to check the issuer key against (verifier.md §7): a list of revocation " +
-        "statements, one revocation document (`{kind: continuity-receipt-revocations, " +
-        "version: 1, statements}`, as `GET /revocations/{issuer}` serves it), or a list of " +
-        "documents, merged as the CLI merges repeated `--revocations`. Not both statements " +
-        "and documents in one list",
-    },
-  },
-} as const;
-
-export const verifyReceiptBodySchema = {
-  description: "a verification receipt, or a receipt wrapped with a bundle and revocations",
-  anyOf: [receiptSchema, receiptRequestSchema],
-} as const;
 
 const validateReceiptRequest = bodyValidator(receiptRequestSchema);
 

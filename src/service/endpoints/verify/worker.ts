@@ -4,11 +4,11 @@
  */
 import { implementTask, workerContext, workerIdentity } from "../../tasks/worker.js";
 import { answerVerifyRequest } from "../../verification/answer.js";
-import { verifyTask } from "./tasks.js";
+import { verifyTask } from "./contract.js";
 
 const requestContext = {
-  maxBatch: workerContext.maxBatch,
-  maxResultBytes: workerContext.maxResultBytes,
+  maxBatch: workerContext().maxBatch,
+  maxResultBytes: workerContext().maxResultBytes,
   signer: () => workerIdentity().signer(),
 };
 

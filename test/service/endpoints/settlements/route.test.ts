@@ -481,10 +481,8 @@ describe("POST /payment-receipts when the queue cannot answer in time", () => {
     };
     app.decorate("cpuPool", pool);
     app.decorate("settlementsQueue", queue);
-    await app.register(paymentReceiptRoutes, {
-      internalToken: new InternalToken(token),
-      storeWaitMs: 0,
-    });
+    app.decorate("internalToken", new InternalToken(token));
+    await app.register(paymentReceiptRoutes, { storeWaitMs: 0 });
   });
   after(async () => {
     await app.close();

@@ -1,12 +1,15 @@
 /**
- * The schemas of self-served evaluation keys, in one place: the two routes' request and
- * answers, and the `evaluation_keys` section of `/info`, which states the same terms. The
- * OpenAPI document is generated from them (docs/evaluation-keys.md explains the flow).
+ * The contract of self-served evaluation keys, in one place: the two operations, their
+ * requests and answers, and the `evaluation_keys` section of `/info`, which states the same
+ * terms. The OpenAPI document is generated from them (docs/evaluation-keys.md explains the
+ * flow). No worker: a body of at most 4 KiB, one SHA-256 and one HMAC, then store I/O.
  */
 import {
   MAX_DIFFICULTY,
   PROOF_OF_WORK_ALGORITHM,
 } from "../../../access/evaluation/proof-of-work.js";
+import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
+import { defineOperation } from "../operation.js";
 
 const NONCE_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
 const UTC_SECONDS = "RFC 3339 UTC, whole seconds";
@@ -16,7 +19,7 @@ export const PROOF_OF_WORK_RULE =
   "find a nonce (1–64 characters of A–Z a–z 0–9 - _) such that SHA-256 of the ASCII bytes of " +
   "challenge followed directly by the ASCII bytes of nonce starts with `difficulty` zero bits";
 
-export const challengeSchema = {
+const challengeSchema = {
   type: "object",
   description: "a proof-of-work challenge: solve it, then spend it once on POST /keys/evaluation",
   required: ["challenge", "algorithm", "difficulty", "expires_at"],
@@ -53,7 +56,7 @@ export const issueBodySchema = {
   },
 } as const;
 
-export const issuedKeySchema = {
+const issuedKeySchema = {
   type: "object",
   description:
     "the evaluation key, shown only in this answer (the service keeps its SHA-256), with its terms",
@@ -114,3 +117,84 @@ export const evaluationTermsSchema = {
     billing: { type: "string" },
   },
 } as const;
+
+const disabledResponse = {
+  ...errorResponseSchema,
+  description: "`evaluation_keys_disabled`: the operator switched evaluation keys off",
+};
+
+const challengeRouteSchema = {
+  description:
+    "A proof-of-work challenge for an evaluation key (no key needed; one anonymous call): " +
+    `${PROOF_OF_WORK_RULE}, then POST it with the nonce to /keys/evaluation before it expires.`,
+  response: {
+    200: challengeSchema,
+    404: disabledResponse,
+    ...commonErrorResponses,
+  },
+} as const;
+
+const issueRouteSchema = {
+  description:
+    "Issues an evaluation API key at once for a solved challenge (no key needed; one anonymous " +
+    "call). The key is shown only in this answer, works for a limited time with a small daily " +
+    "cap, and is never billed; each client address may obtain a few per UTC day.",
+  body: issueBodySchema,
+  response: {
+    201: issuedKeySchema,
+    400: {
+      ...errorResponseSchema,
+      description:
+        "`bad_shape`, `invalid_challenge` (not issued here, or altered), `challenge_expired`, " +
+        "`insufficient_proof_of_work`",
+    },
+    404: disabledResponse,
+    409: { ...errorResponseSchema, description: "`challenge_already_used`: spend each once" },
+    429: {
+      ...errorResponseSchema,
+      description:
+        "`evaluation_limit_reached` (this client address's keys today), " +
+        "`evaluation_keys_exhausted` (all keys today); `limit` is the limit, `Retry-After` the " +
+        "seconds to 00:00 UTC",
+    },
+    503: {
+      ...errorResponseSchema,
+      description:
+        "`challenge_ledger_unavailable` (spent challenges cannot be checked), `store_unavailable`",
+    },
+    500: commonErrorResponses[500],
+  },
+} as const;
+
+export const getEvaluationChallengeOperation = defineOperation({
+  method: "GET",
+  url: "/keys/evaluation/challenge",
+  operationId: "getEvaluationChallenge",
+  summary: "Get a proof-of-work challenge for an evaluation key",
+  tag: "keys",
+  access: "anonymous",
+  refusals: ["evaluation_keys_disabled"],
+  schema: challengeRouteSchema,
+});
+
+export const issueEvaluationKeyOperation = defineOperation({
+  method: "POST",
+  url: "/keys/evaluation",
+  operationId: "issueEvaluationKey",
+  summary: "Issue an evaluation key for a solved challenge",
+  tag: "keys",
+  access: "anonymous",
+  refusals: [
+    "bad_shape",
+    "invalid_challenge",
+    "challenge_expired",
+    "insufficient_proof_of_work",
+    "evaluation_keys_disabled",
+    "challenge_already_used",
+    "evaluation_limit_reached",
+    "evaluation_keys_exhausted",
+    "store_unavailable",
+    "challenge_ledger_unavailable",
+  ],
+  schema: issueRouteSchema,
+});
