@@ -6,11 +6,15 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import Fastify from "fastify";
 import { openApiCollector } from "../../../../src/service/endpoints/meta/openapi.js";
+import { configPlugin } from "../../../../src/service/plugins/resources.js";
 import { temporaryDataDir, testConfig } from "../../support/service.js";
 
 test("an unnamed route makes the document fail with a clear message", async () => {
   const app = Fastify();
-  app.decorate("serviceConfig", testConfig(await temporaryDataDir()));
+  await app.register(configPlugin, {
+    config: testConfig(await temporaryDataDir()),
+    clock: Date.now,
+  });
   await app.register(openApiCollector);
   app.get("/unnamed", { config: { access: "keyless" } }, async () => ({}));
   await app.ready();
