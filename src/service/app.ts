@@ -4,7 +4,6 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { ANCHORS_QUEUE, type AnchorsQueue } from "../../queues/anchors.js";
-import { JobJournal, journalDirectory } from "../../queues/job-journal.js";
 import {
   SETTLEMENTS_QUEUE,
   SettlementRecorder,
@@ -17,6 +16,7 @@ import { ServiceMetrics } from "../metrics/metrics.js";
 import { observeDocumentStore } from "../metrics/observe.js";
 import { RedisOutages } from "../redis/outages.js";
 import type { DocumentStore } from "../storage/document-store.js";
+import { JobJournal, journalDirectory } from "../storage/job-journal.js";
 import { verifierCrypto } from "../verifier/crypto/provider.js";
 import { createAccessServices } from "./access-services.js";
 import { type Backends, openBackends, openQueues } from "./backends.js";

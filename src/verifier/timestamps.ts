@@ -7,8 +7,9 @@
  * the regex let through but is not a real instant; that is a reference crash (§11.3), reported
  * here as `TimestampCrash` so the verifier can answer with a structured result instead.
  */
+
+import { reprString } from "./json/py-scalars.js";
 import type { JsonValue } from "./json/value.js";
-import { reprString } from "./py/repr.js";
 
 const PY_TIMESTAMP =
   /^\p{Nd}{4}-\p{Nd}{2}-\p{Nd}{2}T\p{Nd}{2}:\p{Nd}{2}:\p{Nd}{2}(\.\p{Nd}{1,3})?Z\n?$/u;

@@ -9,8 +9,9 @@
  * - Lone surrogate escapes are kept; raw control characters inside strings are refused.
  * - Container nesting beyond `maxDepth` fails with a `nesting` error (Python's RecursionError).
  */
-import { reprString } from "../py/repr.js";
+
 import { compareCodePoints } from "./canonical.js";
+import { reprString } from "./py-scalars.js";
 import { SignedSources } from "./signed-sources.js";
 import { decodeUtf8Strict, Utf8DecodeError } from "./utf8.js";
 import { type JsonObject, type JsonValue, normalizeInteger, PyFloat } from "./value.js";
