@@ -3,10 +3,7 @@
  * answers, and the `evaluation_keys` section of `/info`, which states the same terms. The
  * OpenAPI document is generated from them (docs/evaluation-keys.md explains the flow).
  */
-import {
-  MAX_DIFFICULTY,
-  PROOF_OF_WORK_ALGORITHM,
-} from "../../../access/evaluation/proof-of-work.js";
+import { MAX_DIFFICULTY, PROOF_OF_WORK_ALGORITHM } from "../../../portable/proof-of-work.js";
 
 const NONCE_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
 const UTC_SECONDS = "RFC 3339 UTC, whole seconds";

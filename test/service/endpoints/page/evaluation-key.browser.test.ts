@@ -18,7 +18,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import type { Page, Request } from "playwright-core";
 import { nodeSha256 } from "../../../../src/access/evaluation/node-sha256.js";
-import { solveProofOfWork } from "../../../../src/access/evaluation/proof-of-work.js";
+import { solveProofOfWork } from "../../../../src/portable/proof-of-work.js";
 import type { EvaluationKeysConfig } from "../../../../src/service/config.js";
 import {
   type Chromium,
