@@ -66,7 +66,7 @@ module.exports = {
       severity: "error",
       from: { path: "^src/service/endpoints/([^/]+)/" },
       to: {
-        path: "^src/service/endpoints/[^/]+/(worker|answer)\\.ts$",
+        path: "^src/service/endpoints/(?!evaluation-keys/)[^/]+/(worker|answer)\\.ts$",
         pathNot: "^src/service/endpoints/$1/",
         dependencyTypesNot: ["type-only"],
       },

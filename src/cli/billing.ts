@@ -16,6 +16,7 @@ import {
   type MonthlyUsage,
   meterMonth,
 } from "../access/billing.js";
+import type { Env } from "../io/env.js";
 import { ConfigError, loadConfig, type ServiceConfig } from "../service/config.js";
 import { openDocumentStore } from "../storage/open.js";
 import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
@@ -39,8 +40,6 @@ Exit codes: 0 printed, 2 usage or I/O error.
 const COLUMNS =
   "CALLS: the key's successful (2xx) calls, billed. UNBILLED: its refused or failed calls " +
   "(429 and other 4xx, 5xx), counted but never billed.\n";
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 /** The keys by id, or an empty map when there is no store to ask. */
 async function keysById(config: ServiceConfig, io: CliIo): Promise<Map<string, ApiKey>> {

@@ -21,6 +21,7 @@ import {
   isCrystalCipher,
 } from "../crystals/envelope.js";
 import { expireCrystals } from "../crystals/expiry.js";
+import type { Env } from "../io/env.js";
 import { ConfigError, loadConfig } from "../service/config.js";
 import { openDocumentStore } from "../storage/open.js";
 import { CanonicalizationError, canonicalText } from "../verifier/json/canonical.js";
@@ -260,8 +261,6 @@ async function expire(dryRun: boolean, io: CrystalCliIo, env: Env): Promise<numb
     await store.close();
   }
 }
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 export async function main(
   argv: string[],

@@ -9,12 +9,13 @@
  */
 import { readFile, stat } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfig } from "../service/config.js";
+import type { Env } from "../io/env.js";
 import {
   mergeRevocationStatements,
   RevocationStoreError,
   statementsByIssuer,
-} from "../service/endpoints/revocations/documents.js";
+} from "../revocations/documents.js";
+import { ConfigError, loadConfig } from "../service/config.js";
 import { openDocumentStore } from "../storage/open.js";
 import {
   MAX_REVOCATION_DOCUMENT_BYTES,
@@ -34,8 +35,6 @@ documents served by GET /revocations/{issuer}, one document per revoked key. An 
 file changes nothing. Acts on the store in DATA_DIR (./data).
 Exit codes: 0 stored, 2 usage, I/O or invalid document.
 `;
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 class ImportRefused extends Error {}
 

@@ -5,8 +5,9 @@
  * switch to the new key by themselves.
  */
 import { parseArgs } from "node:util";
+import type { Env } from "../io/env.js";
+import { RevocationStoreError } from "../revocations/documents.js";
 import { ConfigError, loadConfig } from "../service/config.js";
-import { RevocationStoreError } from "../service/endpoints/revocations/documents.js";
 import { KeyRotationError, rotateServiceKey } from "../service/key-rotation.js";
 import { KEY_REFRESH_MS, ServiceKeyError } from "../service/service-key.js";
 import { openDocumentStore } from "../storage/open.js";
@@ -23,8 +24,6 @@ servers switch by themselves; the command waits for them (a little over ${KEY_RE
 before dating the revocation. A rotation that was interrupted is finished first.
 Exit codes: 0 rotated, 2 usage or failure.
 `;
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 export async function main(
   argv: string[],

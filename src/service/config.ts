@@ -7,6 +7,7 @@ import { isIP } from "node:net";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { auditDirFrom } from "../access/audit.js";
+import type { Env } from "../io/env.js";
 import type { MetricsListenerConfig } from "../metrics/server.js";
 import { PaymentConfigError } from "../payments/errors.js";
 import { type PaymentSettings, paymentSettings } from "../payments/requirements.js";
@@ -408,8 +409,6 @@ export function defaultMaxConnections(fileLimit: number | null, reserve: number)
   const headroom = Math.min(1024, Math.floor(fileLimit / 4));
   return Math.max(1, Math.min(DEFAULT_MAX_CONNECTIONS, fileLimit - headroom - reserve));
 }
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 function integerFrom(env: Env, name: string, fallback: number, min: number, max: number): number {
   const text = env[name];

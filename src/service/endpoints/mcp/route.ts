@@ -15,7 +15,7 @@ import { keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { chargeWorkDone } from "../../work-charged.js";
-import { revocationDocumentCheckOn } from "../revocations/documents.js";
+import { revocationDocumentCheckOn } from "../revocations/tasks.js";
 import type { McpReplyPart, McpTask } from "./answer.js";
 import { answerGetRevocations } from "./get-revocations.js";
 import { MCP_PATH, serverCard } from "./server-card.js";

@@ -3,11 +3,12 @@
  * stored, and only once it has been validated (on a worker, remembered per stored bytes).
  */
 import type { FastifyInstance } from "fastify";
+import { lookupRevocationDocument } from "../../../revocations/documents.js";
 import { errorAnswer, sendAnswer } from "../../errors.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { revocationDocumentSchema } from "../../schemas/revocation-document.js";
-import { lookupRevocationDocument, revocationDocumentCheckOn } from "./documents.js";
+import { revocationDocumentCheckOn } from "./tasks.js";
 
 const revocationsSchema = {
   description:

@@ -1,6 +1,7 @@
 /** Worker-thread side of `GET /revocations/{issuer}`: the stored document's signatures. */
+
+import { revocationDocumentProblems } from "../../../revocations/documents.js";
 import { implementTask } from "../../tasks/worker.js";
-import { revocationDocumentProblems } from "./documents.js";
 import { checkRevocationDocumentTask } from "./tasks.js";
 
 export default implementTask(
