@@ -12,6 +12,7 @@ import type { MetricsListenerConfig } from "../metrics/server.js";
 import { startWorkerMetrics } from "../metrics/worker.js";
 import {
   ConfigError,
+  DEFAULT_WORKER_SETTINGS,
   loadConfig,
   metricsListenerFrom,
   type ServiceConfig,
@@ -52,10 +53,18 @@ function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number)
 
 function workerSettings(env: NodeJS.ProcessEnv): WorkerSettings {
   return {
-    concurrency: positiveInteger(env, "WORKER_CONCURRENCY", 8),
-    lockDurationMs: positiveInteger(env, "WORKER_LOCK_DURATION_MS", 30_000),
-    stalledIntervalMs: positiveInteger(env, "WORKER_STALLED_INTERVAL_MS", 30_000),
-    shutdownMs: positiveInteger(env, "WORKER_SHUTDOWN_MS", 25_000),
+    concurrency: positiveInteger(env, "WORKER_CONCURRENCY", DEFAULT_WORKER_SETTINGS.concurrency),
+    lockDurationMs: positiveInteger(
+      env,
+      "WORKER_LOCK_DURATION_MS",
+      DEFAULT_WORKER_SETTINGS.lockDurationMs,
+    ),
+    stalledIntervalMs: positiveInteger(
+      env,
+      "WORKER_STALLED_INTERVAL_MS",
+      DEFAULT_WORKER_SETTINGS.stalledIntervalMs,
+    ),
+    shutdownMs: positiveInteger(env, "WORKER_SHUTDOWN_MS", DEFAULT_WORKER_SETTINGS.shutdownMs),
   };
 }
 
