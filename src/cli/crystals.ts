@@ -5,7 +5,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
 import {
   type CrystalEnvelope,
   CrystalOpenError,
@@ -27,7 +26,8 @@ import { openDocumentStore } from "../storage/open.js";
 import { CanonicalizationError, canonicalText } from "../verifier/json/canonical.js";
 import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
 import { fromPlain, isObject, type JsonObject, type JsonValue } from "../verifier/json/value.js";
-import { isParseArgsError, processIo, usageErrorText } from "./entry.js";
+import { processIo } from "./entry.js";
+import { parseCommand } from "./parse-command.js";
 
 export const USAGE = [
   "usage: receiptd crystals keygen --out KEY_FILE",
@@ -267,19 +267,25 @@ export async function main(
   io: CrystalCliIo = processCrystalIo,
   env: Env = process.env,
 ): Promise<number> {
-  let parsed: ReturnType<typeof parseArgsFor>;
-  try {
-    parsed = parseArgsFor(argv);
-  } catch (error) {
-    if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
-    return 2;
-  }
+  const parsed = parseCommand(argv, io, {
+    options: {
+      help: { type: "boolean", short: "h" },
+      out: { type: "string" },
+      "secret-file": { type: "string" },
+      "key-file": { type: "string" },
+      tenant: { type: "string" },
+      parent: { type: "string" },
+      cipher: { type: "string" },
+      metadata: { type: "string" },
+      "created-at": { type: "string" },
+      "dry-run": { type: "boolean" },
+    },
+    allowPositionals: true,
+    usage: USAGE,
+    help: HELP,
+  });
+  if (typeof parsed === "number") return parsed;
   const { values, positionals } = parsed;
-  if (values.help) {
-    io.stdout(HELP);
-    return 0;
-  }
   const [action = "", ...extra] = positionals;
   const allowed = ACTION_OPTIONS[action];
   if (allowed === undefined) {
@@ -307,23 +313,4 @@ export async function main(
     io.stderr(`error: ${error.message}\n`);
     return 2;
   }
-}
-
-function parseArgsFor(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    options: {
-      help: { type: "boolean", short: "h" },
-      out: { type: "string" },
-      "secret-file": { type: "string" },
-      "key-file": { type: "string" },
-      tenant: { type: "string" },
-      parent: { type: "string" },
-      cipher: { type: "string" },
-      metadata: { type: "string" },
-      "created-at": { type: "string" },
-      "dry-run": { type: "boolean" },
-    },
-    allowPositionals: true,
-  });
 }
