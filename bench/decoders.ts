@@ -15,7 +15,7 @@ import { pyB64uDecode } from "../src/verifier/crypto/base64.js";
 import { base58Decode, didKeyToPublicKey } from "../src/verifier/crypto/did-key.js";
 import { parseJson } from "../src/verifier/json/parse.js";
 import { isValidTimestamp } from "../src/verifier/timestamps.js";
-import { otsProof, sha256 } from "../test/support/ots.js";
+import { otsProof, sha256 } from "./support/ots.js";
 
 const MIB = 1024 * 1024;
 const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";

@@ -15,7 +15,7 @@
 import { request } from "node:http";
 import { parseArgs } from "node:util";
 import { nodeSha256 } from "../src/access/evaluation/node-sha256.js";
-import { solveProofOfWork } from "../src/access/evaluation/proof-of-work.js";
+import { solveProofOfWork } from "../src/portable/proof-of-work.js";
 import { startServiceProcess } from "./service-process.js";
 
 const ATTEMPTS_PER_ADDRESS = 3;

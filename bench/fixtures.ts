@@ -12,7 +12,7 @@ import { parseJson } from "../src/verifier/json/parse.js";
 import { isArray, isObject, type JsonObject, member } from "../src/verifier/json/value.js";
 import { BundleBuilder } from "../src/verifier/producer/index.js";
 import { formatUtcSeconds } from "../src/verifier/timestamps.js";
-import { headerWith, upgradedProof } from "../test/support/ots.js";
+import { headerWith, upgradedProof } from "./support/ots.js";
 
 /**
  * A realistic task of `receiptCount` receipts (at least 2): a session pass, alternating

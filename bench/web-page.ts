@@ -16,13 +16,13 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { launchChromium } from "../test/support/chromium.js";
+import { launchChromium } from "./support/chromium.js";
 import {
   nearLimitBundle,
   repeatedReceiptsBundle,
   uniqueReceiptsBundle,
-} from "../test/support/large-bundles.js";
-import { chooseAndMeasure, chromiumProcesses, installProbe } from "../test/support/page-measure.js";
+} from "./support/large-bundles.js";
+import { chooseAndMeasure, chromiumProcesses, installProbe } from "./support/page-measure.js";
 
 const { values } = parseArgs({
   options: {

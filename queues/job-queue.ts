@@ -12,8 +12,10 @@
  * - a job that failed is forgotten, so submitting its id again runs it again.
  */
 
-/** Data that survives `JSON.stringify` and `JSON.parse` unchanged. */
-export type JsonData = null | boolean | number | string | JsonData[] | { [key: string]: JsonData };
+import type { JsonData } from "../src/storage/job-journal.js";
+
+/** Data that survives `JSON.stringify` and `JSON.parse` unchanged (defined with the journal). */
+export type { JsonData };
 
 /** Does the work of one job; it may run again for the same payload, so it must be idempotent. */
 export type JobProcessor<Payload extends JsonData, Result extends JsonData> = (

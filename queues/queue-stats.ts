@@ -10,7 +10,7 @@
  */
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
-import type { QueueStats, QueueStatsSource } from "../src/metrics/metrics.js";
+import type { QueueStats, QueueStatsSource } from "./queue-figures.js";
 
 export interface BullMqQueueStatsOptions {
   redisUrl: string;

@@ -20,10 +20,10 @@ import {
   signSettlementReceipt,
 } from "../src/payments/settlement-receipt.js";
 import type { CollectionName, DocumentStore } from "../src/storage/document-store.js";
+import type { JobJournal } from "../src/storage/job-journal.js";
 import type { Ed25519Signer } from "../src/verifier/crypto/ed25519.js";
 import { dumpCompact } from "../src/verifier/json/dump.js";
 import { formatUtcSeconds } from "../src/verifier/timestamps.js";
-import type { JobJournal } from "./job-journal.js";
 import {
   JobFailedError,
   type JobProcessor,

@@ -1,6 +1,6 @@
 // Where the verification page's browser tests find Chromium, and the one line a run without
 // it stops with. Shared by scripts/run-tests.mjs (which checks before any test starts) and
-// test/support/chromium.ts (which launches it). Nothing here installs a browser: .ci/run
+// bench/support/chromium.ts (which launches it). Nothing here installs a browser: .ci/run
 // does, as root, with apt-get.
 import { existsSync } from "node:fs";
 

@@ -12,11 +12,7 @@ export const RUNTIME_SOURCE_DIRS = ["src", "queues"];
 /** The page's sources: bundled by esbuild into dist/web (scripts/build-web.mjs), not by tsc. */
 export const WEB_SOURCE_DIR = "src/web";
 /** What the page bundle is made of besides its own folder (the evaluation-key tab's solver too). */
-const WEB_INPUTS = [
-  "src/verifier",
-  "src/access/evaluation/proof-of-work.ts",
-  "scripts/build-web.mjs",
-];
+const WEB_INPUTS = ["src/verifier", "src/portable/proof-of-work.ts", "scripts/build-web.mjs"];
 
 function mtimeOf(path) {
   return statSync(path, { throwIfNoEntry: false })?.mtimeMs;

@@ -24,7 +24,7 @@ const DISTRIBUTED_SUPPORTS = [
 ];
 const SERVICE_SUPPORTS = ["test/service/support/service.ts", "src/service/app.ts"];
 /** The test support that launches Chromium. */
-const BROWSER_SUPPORT = "test/support/chromium.ts";
+const BROWSER_SUPPORT = "bench/support/chromium.ts";
 /** Source text that starts a process or reads the build. */
 const SERVICE_TEXT = /\bspawn(Sync)?\(|\bexecFile(Sync)?\(|\bfork\(|["'`/]dist\//;
 

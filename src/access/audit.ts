@@ -20,6 +20,7 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import type { Env } from "../io/env.js";
 import { formatUtcSeconds } from "../verifier/timestamps.js";
 import { isPrincipal, type Principal } from "./principal.js";
 
@@ -60,8 +61,6 @@ export interface AuditLine {
   /** `"charged":true`: a refusal charged like a result. */
   chargedRefusal: boolean;
 }
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 /** `AUDIT_DIR`, else `<dataDir>/audit` (the server and the billing CLI agree on it). */
 export function auditDirFrom(env: Env, dataDir: string): string {

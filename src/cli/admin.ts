@@ -9,6 +9,7 @@
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import pg from "pg";
+import type { Env } from "../io/env.js";
 import { normalisePrefix } from "../redis/connection.js";
 import { ConfigError, loadConfig } from "../service/config.js";
 import { quoteSchema } from "../storage/pg-migrations.js";
@@ -29,8 +30,6 @@ Removes a deployment's shared state; stop every process that uses it first.
 Nothing else is touched: other prefixes and schemas, DATA_DIR (identity files, audit).
 Exit codes: 0 done (or shown), 2 usage, configuration or connection error.
 `;
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 class UsageError extends codedErrorClass("usage") {}
 class PurgeError extends codedErrorClass("purge_failed") {}

@@ -5,7 +5,6 @@
  * still billed, under its id.
  */
 import { existsSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { type ApiKey, KeyStore } from "../access/api-keys.js";
 import { auditDirFrom } from "../access/audit.js";
 import {
@@ -16,10 +15,12 @@ import {
   type MonthlyUsage,
   meterMonth,
 } from "../access/billing.js";
+import type { Env } from "../io/env.js";
 import { ConfigError, loadConfig, type ServiceConfig } from "../service/config.js";
 import { openDocumentStore } from "../storage/open.js";
-import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
+import { type CliIo, processIo } from "./entry.js";
 import { formatTable } from "./keys.js";
+import { parseCommand } from "./parse-command.js";
 
 export const USAGE = "usage: receiptd billing --month YYYY-MM [--audit DIR] [--json]";
 
@@ -39,8 +40,6 @@ Exit codes: 0 printed, 2 usage or I/O error.
 const COLUMNS =
   "CALLS: the key's successful (2xx) calls, billed. UNBILLED: its refused or failed calls " +
   "(429 and other 4xx, 5xx), counted but never billed.\n";
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 /** The keys by id, or an empty map when there is no store to ask. */
 async function keysById(config: ServiceConfig, io: CliIo): Promise<Map<string, ApiKey>> {
@@ -107,28 +106,19 @@ export async function main(
   io: CliIo = processIo,
   env: Env = process.env,
 ): Promise<number> {
-  let values: { month?: string; audit?: string; json?: boolean; help?: boolean };
-  try {
-    const parsed = parseArgs({
-      args: argv,
-      options: {
-        month: { type: "string" },
-        audit: { type: "string" },
-        json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-      allowPositionals: false,
-    });
-    values = parsed.values;
-  } catch (error) {
-    if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
-    return 2;
-  }
-  if (values.help) {
-    io.stdout(HELP);
-    return 0;
-  }
+  const parsed = parseCommand(argv, io, {
+    options: {
+      month: { type: "string" },
+      audit: { type: "string" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+    allowPositionals: false,
+    usage: USAGE,
+    help: HELP,
+  });
+  if (typeof parsed === "number") return parsed;
+  const { values } = parsed;
   if (values.month === undefined || !isMonth(values.month)) {
     io.stderr(`error: --month YYYY-MM is required (month 01–12)\n${USAGE}\n`);
     return 2;

@@ -20,9 +20,11 @@ import {
   SECTIONS,
   summarizeCorpus,
 } from "../conformance/corpus.js";
+import { SubmissionError } from "../conformance/grade.js";
+import { refereeReport } from "../conformance/referee.js";
 import { conformanceReportProblems } from "../conformance/report.js";
 import { type CallProblem, runConformance, type VerifierCli } from "../conformance/run.js";
-import { answerConformanceRequest } from "../service/endpoints/conformance/answer.js";
+import type { Env } from "../io/env.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
 import { sha256Digest } from "../verifier/crypto/digest.js";
 import { generateSigner } from "../verifier/crypto/ed25519.js";
@@ -71,8 +73,6 @@ the did:key in issuer), as is its digest of the submission that was sent.
 Exit status: 0 CONFORMANT and verified, 1 PARTIAL, NONCONFORMANT or a report that does not
 verify, 2 usage, corpus, I/O or referee errors.
 `;
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 class UsageError extends codedErrorClass("usage") {}
 /** Anything that stops the run before a report is in hand: exit 2. */
@@ -269,16 +269,15 @@ function parseAnswer(text: string, from: string): JsonObject {
 
 async function gradeLocally(corpus: Corpus, submission: JsonObject): Promise<Graded> {
   const signer = generateSigner();
-  const answer = await answerConformanceRequest(Buffer.from(dumpCompact(submission), "utf8"), {
-    corpus: async () => corpus,
-    signer: () => signer,
-  });
-  const body = parseAnswer(answer.json, "the local grader");
-  if (answer.statusCode !== 200) {
-    throw new RunError(`the submission was refused: ${refusalText(body)}`);
+  let report: JsonObject;
+  try {
+    report = refereeReport(corpus, submission, signer);
+  } catch (error) {
+    if (!(error instanceof SubmissionError)) throw error;
+    throw new RunError(`the submission was refused: ${error.code}: ${error.detail}`);
   }
   return {
-    report: body.get("report") ?? null,
+    report,
     grader: `locally, signed with a one-off key (${signer.did})`,
     expectedIssuer: signer.did,
     warnings: [],

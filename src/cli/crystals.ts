@@ -5,7 +5,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
 import {
   type CrystalEnvelope,
   CrystalOpenError,
@@ -21,13 +20,15 @@ import {
   isCrystalCipher,
 } from "../crystals/envelope.js";
 import { expireCrystals } from "../crystals/expiry.js";
+import type { Env } from "../io/env.js";
 import { ConfigError, loadConfig } from "../service/config.js";
 import { openDocumentStore } from "../storage/open.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
 import { CanonicalizationError, canonicalText } from "../verifier/json/canonical.js";
 import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
 import { fromPlain, isObject, type JsonObject, type JsonValue } from "../verifier/json/value.js";
-import { isParseArgsError, processIo, usageErrorText } from "./entry.js";
+import { processIo } from "./entry.js";
+import { parseCommand } from "./parse-command.js";
 
 export const USAGE = [
   "usage: receiptd crystals keygen --out KEY_FILE",
@@ -262,26 +263,30 @@ async function expire(dryRun: boolean, io: CrystalCliIo, env: Env): Promise<numb
   }
 }
 
-type Env = Readonly<Record<string, string | undefined>>;
-
 export async function main(
   argv: string[],
   io: CrystalCliIo = processCrystalIo,
   env: Env = process.env,
 ): Promise<number> {
-  let parsed: ReturnType<typeof parseArgsFor>;
-  try {
-    parsed = parseArgsFor(argv);
-  } catch (error) {
-    if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
-    return 2;
-  }
+  const parsed = parseCommand(argv, io, {
+    options: {
+      help: { type: "boolean", short: "h" },
+      out: { type: "string" },
+      "secret-file": { type: "string" },
+      "key-file": { type: "string" },
+      tenant: { type: "string" },
+      parent: { type: "string" },
+      cipher: { type: "string" },
+      metadata: { type: "string" },
+      "created-at": { type: "string" },
+      "dry-run": { type: "boolean" },
+    },
+    allowPositionals: true,
+    usage: USAGE,
+    help: HELP,
+  });
+  if (typeof parsed === "number") return parsed;
   const { values, positionals } = parsed;
-  if (values.help) {
-    io.stdout(HELP);
-    return 0;
-  }
   const [action = "", ...extra] = positionals;
   const allowed = ACTION_OPTIONS[action];
   if (allowed === undefined) {
@@ -309,23 +314,4 @@ export async function main(
     io.stderr(`error: ${error.message}\n`);
     return 2;
   }
-}
-
-function parseArgsFor(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    options: {
-      help: { type: "boolean", short: "h" },
-      out: { type: "string" },
-      "secret-file": { type: "string" },
-      "key-file": { type: "string" },
-      tenant: { type: "string" },
-      parent: { type: "string" },
-      cipher: { type: "string" },
-      metadata: { type: "string" },
-      "created-at": { type: "string" },
-      "dry-run": { type: "boolean" },
-    },
-    allowPositionals: true,
-  });
 }

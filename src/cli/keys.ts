@@ -17,6 +17,7 @@ import {
   KeyStore,
   KeyStoreError,
 } from "../access/api-keys.js";
+import type { Env } from "../io/env.js";
 import { ConfigError, loadConfig, type ServiceConfig } from "../service/config.js";
 import { readServerFile, serverFilePath, serverLiveness } from "../service/server-file.js";
 import { serviceKeyPath, signerFromPem } from "../service/service-key.js";
@@ -48,8 +49,6 @@ Manages the API keys in DATA_DIR (./data).
           servers refuse it within ${KEY_CACHE_MS} ms; the command returns after that.
 Exit codes: 0 done, 1 no such key (revoke), 2 usage or I/O error.
 `;
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 class UsageError extends codedErrorClass("usage") {}
 

@@ -8,13 +8,13 @@
  * already stored for it (nothing stored is ever dropped).
  */
 import { readFile, stat } from "node:fs/promises";
-import { parseArgs } from "node:util";
-import { ConfigError, loadConfig } from "../service/config.js";
+import type { Env } from "../io/env.js";
 import {
   mergeRevocationStatements,
   RevocationStoreError,
   statementsByIssuer,
-} from "../service/endpoints/revocations/documents.js";
+} from "../revocations/documents.js";
+import { ConfigError, loadConfig } from "../service/config.js";
 import { openDocumentStore } from "../storage/open.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
 import {
@@ -23,7 +23,8 @@ import {
   validateRevocationDocument,
 } from "../verifier/revocations/document.js";
 import { formatUtcSeconds } from "../verifier/timestamps.js";
-import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
+import { type CliIo, processIo } from "./entry.js";
+import { parseCommand } from "./parse-command.js";
 
 export const USAGE = "usage: receiptd revocations import FILE";
 
@@ -35,8 +36,6 @@ documents served by GET /revocations/{issuer}, one document per revoked key. An 
 file changes nothing. Acts on the store in DATA_DIR (./data).
 Exit codes: 0 stored, 2 usage, I/O or invalid document.
 `;
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 class ImportRefused extends codedErrorClass("import_refused") {}
 
@@ -60,22 +59,13 @@ export async function main(
   io: CliIo = processIo,
   env: Env = process.env,
 ): Promise<number> {
-  let parsed: ReturnType<typeof parseArgs>;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: { help: { type: "boolean", short: "h" } },
-      allowPositionals: true,
-    });
-  } catch (error) {
-    if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
-    return 2;
-  }
-  if (parsed.values.help) {
-    io.stdout(HELP);
-    return 0;
-  }
+  const parsed = parseCommand(argv, io, {
+    options: { help: { type: "boolean", short: "h" } },
+    allowPositionals: true,
+    usage: USAGE,
+    help: HELP,
+  });
+  if (typeof parsed === "number") return parsed;
   const [action, file, ...extra] = parsed.positionals;
   if (action !== "import" || file === undefined || extra.length > 0) {
     io.stderr(`${USAGE}\n`);

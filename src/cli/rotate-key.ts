@@ -4,13 +4,14 @@
  * src/service/key-rotation.ts). Safe while servers run on the same data directory: they
  * switch to the new key by themselves.
  */
-import { parseArgs } from "node:util";
+import type { Env } from "../io/env.js";
+import { RevocationStoreError } from "../revocations/documents.js";
 import { ConfigError, loadConfig } from "../service/config.js";
-import { RevocationStoreError } from "../service/endpoints/revocations/documents.js";
 import { KeyRotationError, rotateServiceKey } from "../service/key-rotation.js";
 import { KEY_REFRESH_MS, ServiceKeyError } from "../service/service-key.js";
 import { openDocumentStore } from "../storage/open.js";
-import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
+import { type CliIo, processIo } from "./entry.js";
+import { parseCommand } from "./parse-command.js";
 
 export const USAGE = "usage: receiptd rotate-key";
 
@@ -24,29 +25,18 @@ before dating the revocation. A rotation that was interrupted is finished first.
 Exit codes: 0 rotated, 2 usage or failure.
 `;
 
-type Env = Readonly<Record<string, string | undefined>>;
-
 export async function main(
   argv: string[],
   io: CliIo = processIo,
   env: Env = process.env,
 ): Promise<number> {
-  let help: boolean | undefined;
-  try {
-    help = parseArgs({
-      args: argv,
-      options: { help: { type: "boolean", short: "h" } },
-      allowPositionals: false,
-    }).values.help;
-  } catch (error) {
-    if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
-    return 2;
-  }
-  if (help) {
-    io.stdout(HELP);
-    return 0;
-  }
+  const parsed = parseCommand(argv, io, {
+    options: { help: { type: "boolean", short: "h" } },
+    allowPositionals: false,
+    usage: USAGE,
+    help: HELP,
+  });
+  if (typeof parsed === "number") return parsed;
   try {
     const config = loadConfig(env);
     const dataDir = config.dataDir;

@@ -2,11 +2,11 @@
  * `receiptd serve [--host HOST] [--port PORT]`: runs the HTTP service. Configuration comes
  * from the environment (service.md §13); the flags override `HOST` and `PORT`.
  */
-import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, type ServiceConfig } from "../service/config.js";
 import { environmentHelp } from "../service/config-reference.js";
 import { startServer } from "../service/server.js";
-import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
+import { type CliIo, processIo } from "./entry.js";
+import { parseCommand } from "./parse-command.js";
 
 export const USAGE = "usage: receiptd serve [--host HOST] [--port PORT]";
 
@@ -19,32 +19,20 @@ this server's DATA_DIR.
 
 ${environmentHelp("serve")}`;
 
-function parseCommandLine(argv: string[]) {
-  return parseArgs({
-    args: argv,
+/** Resolves once the server listens; the process then lives until the server closes. */
+export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
+  const parsed = parseCommand(argv, io, {
     options: {
       host: { type: "string" },
       port: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     allowPositionals: false,
-  }).values;
-}
-
-/** Resolves once the server listens; the process then lives until the server closes. */
-export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
-  let flags: ReturnType<typeof parseCommandLine>;
-  try {
-    flags = parseCommandLine(argv);
-  } catch (error) {
-    if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
-    return 2;
-  }
-  if (flags.help) {
-    io.stdout(HELP);
-    return 0;
-  }
+    usage: USAGE,
+    help: HELP,
+  });
+  if (typeof parsed === "number") return parsed;
+  const flags = parsed.values;
   const env = { ...process.env };
   if (flags.host !== undefined) env.HOST = flags.host;
   if (flags.port !== undefined) env.PORT = flags.port;

@@ -4,7 +4,6 @@
  * writing to the same document store and signing settlement receipts with the same service
  * key as the web processes.
  */
-import { parseArgs } from "node:util";
 import { ANCHORS_QUEUE } from "../../queues/anchors.js";
 import { type QueueWorker, startReceiptdWorkers } from "../../queues/bullmq-worker.js";
 import { SETTLEMENTS_QUEUE } from "../../queues/settlements.js";
@@ -12,6 +11,7 @@ import type { MetricsListenerConfig } from "../metrics/server.js";
 import { startWorkerMetrics } from "../metrics/worker.js";
 import {
   ConfigError,
+  DEFAULT_WORKER_SETTINGS,
   loadConfig,
   metricsListenerFrom,
   type ServiceConfig,
@@ -20,8 +20,9 @@ import { environmentHelp } from "../service/config-reference.js";
 import { ed25519Summary } from "../service/ed25519-summary.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "../service/service-key.js";
 import { openDocumentStore } from "../storage/open.js";
-import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
+import { type CliIo, processIo } from "./entry.js";
 import { jsonLog } from "./json-log.js";
+import { parseCommand } from "./parse-command.js";
 
 export const USAGE = "usage: receiptd worker";
 
@@ -52,28 +53,30 @@ function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number)
 
 function workerSettings(env: NodeJS.ProcessEnv): WorkerSettings {
   return {
-    concurrency: positiveInteger(env, "WORKER_CONCURRENCY", 8),
-    lockDurationMs: positiveInteger(env, "WORKER_LOCK_DURATION_MS", 30_000),
-    stalledIntervalMs: positiveInteger(env, "WORKER_STALLED_INTERVAL_MS", 30_000),
-    shutdownMs: positiveInteger(env, "WORKER_SHUTDOWN_MS", 25_000),
+    concurrency: positiveInteger(env, "WORKER_CONCURRENCY", DEFAULT_WORKER_SETTINGS.concurrency),
+    lockDurationMs: positiveInteger(
+      env,
+      "WORKER_LOCK_DURATION_MS",
+      DEFAULT_WORKER_SETTINGS.lockDurationMs,
+    ),
+    stalledIntervalMs: positiveInteger(
+      env,
+      "WORKER_STALLED_INTERVAL_MS",
+      DEFAULT_WORKER_SETTINGS.stalledIntervalMs,
+    ),
+    shutdownMs: positiveInteger(env, "WORKER_SHUTDOWN_MS", DEFAULT_WORKER_SETTINGS.shutdownMs),
   };
 }
 
 /** Resolves after a signal once the workers have stopped. */
 export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
-  let help: boolean | undefined;
-  try {
-    help = parseArgs({ args: argv, options: { help: { type: "boolean", short: "h" } } }).values
-      .help;
-  } catch (error) {
-    if (!isParseArgsError(error)) throw error;
-    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
-    return 2;
-  }
-  if (help) {
-    io.stdout(HELP);
-    return 0;
-  }
+  const parsed = parseCommand(argv, io, {
+    options: { help: { type: "boolean", short: "h" } },
+    allowPositionals: false,
+    usage: USAGE,
+    help: HELP,
+  });
+  if (typeof parsed === "number") return parsed;
   let config: ServiceConfig;
   let settings: WorkerSettings;
   let metricsListener: MetricsListenerConfig | null;

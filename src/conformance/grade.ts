@@ -72,7 +72,8 @@ export interface GradedSubmission {
   verdict: ConformanceVerdict;
 }
 
-export type SubmissionErrorCode = "missing_section" | "submission_not_canonical";
+/** `bad_submission`: the submission does not match the submission schema (referee.ts). */
+export type SubmissionErrorCode = "bad_submission" | "missing_section" | "submission_not_canonical";
 
 /** A submission that has the right shape but still cannot be graded. */
 export class SubmissionError extends CodedError<SubmissionErrorCode> {

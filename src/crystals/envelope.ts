@@ -12,6 +12,11 @@
 import { createHash } from "node:crypto";
 import { CanonicalizationError, canonicalBytes } from "../verifier/json/canonical.js";
 import { isInteger, isObject, type JsonObject, type JsonValue } from "../verifier/json/value.js";
+import { type Instant, RFC3339_PATTERN, rfc3339Instant } from "../verifier/timestamps.js";
+
+// The RFC 3339 grammar lives with the verifier's timestamps (one parser module); crystals and
+// their endpoint name it through here.
+export { type Instant, RFC3339_PATTERN, rfc3339Instant };
 
 export const CRYSTAL_SPEC = "svc-crystal/1.0";
 export const CRYSTAL_CIPHERS = ["chacha20-poly1305", "aes-256-gcm"] as const;
@@ -53,13 +58,6 @@ export const BASE64URL_PATTERN = "^[A-Za-z0-9_-]*={0,2}$";
 const UNPADDED_BASE64URL = /^[A-Za-z0-9_-]*$/;
 const EQUALS = 0x3d;
 const QUOTE = 0x22;
-/**
- * RFC 3339 `date-time`: `T`/`Z` in either case (RFC 3339 §5.6), a fraction of 1–9 digits,
- * `Z` or a numeric offset. Calendar and clock ranges are checked after matching.
- */
-export const RFC3339_PATTERN =
-  "^(\\d{4})-(\\d{2})-(\\d{2})[Tt](\\d{2}):(\\d{2}):(\\d{2})(?:\\.(\\d{1,9}))?(?:[Zz]|([+-])(\\d{2}):(\\d{2}))$";
-const RFC3339 = new RegExp(RFC3339_PATTERN);
 
 export function isSha256Id(value: unknown): value is string {
   return typeof value === "string" && SHA256_ID.test(value);
@@ -152,51 +150,6 @@ export function sameCrystal(left: Uint8Array, right: Uint8Array): boolean {
   return (
     aParts !== null && bParts !== null && aParts[0].equals(bParts[0]) && aParts[1].equals(bParts[1])
   );
-}
-
-/** An instant as whole seconds since the epoch plus nanoseconds, for ordering. */
-export interface Instant {
-  seconds: number;
-  nanos: number;
-}
-
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
-}
-
-/**
- * The instant an RFC 3339 timestamp names, or null when it is not one (a real calendar date,
- * hours 0–23, minutes and seconds 0–59: leap seconds are refused; offsets up to ±23:59).
- */
-export function rfc3339Instant(text: string): Instant | null {
-  const match = RFC3339.exec(text);
-  if (match === null) return null;
-  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const fraction = match[7] ?? "";
-  const sign = match[8] === "-" ? -1 : 1;
-  const offsetHours = Number(match[9] ?? 0);
-  const offsetMinutes = Number(match[10] ?? 0);
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
-  if (hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) {
-    return null;
-  }
-  // setUTCFullYear, unlike Date.UTC, does not read years 0–99 as 1900–1999.
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, second, 0);
-  const offsetSeconds = sign * (offsetHours * 3600 + offsetMinutes * 60);
-  return {
-    seconds: date.getTime() / 1000 - offsetSeconds,
-    nanos: Number(fraction.padEnd(9, "0")),
-  };
 }
 
 /**

@@ -8,6 +8,11 @@
  * BullMQ) are read when scraped, not polled.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import {
+  QUEUE_JOB_STATES,
+  type QueueStats,
+  type QueueStatsSource,
+} from "../../queues/queue-figures.js";
 import type { StoreSpace } from "../storage/document-store.js";
 import { VERDICTS, type Verdict } from "../verifier/bundle/result.js";
 import { verifierCrypto } from "../verifier/crypto/provider.js";
@@ -60,23 +65,6 @@ export const STORE_OPERATIONS = ["get", "create", "replace", "delete", "list"] a
 export type StoreOperation = (typeof STORE_OPERATIONS)[number];
 /** `unavailable`: `DocumentStoreUnavailableError` (503 `store_unavailable`); else `other`. */
 export type StoreErrorKind = "unavailable" | "other";
-
-export const QUEUE_JOB_STATES = ["waiting", "active", "delayed", "failed"] as const;
-export type QueueJobState = (typeof QUEUE_JOB_STATES)[number];
-
-/** A BullMQ queue's figures at one moment. */
-export interface QueueStats {
-  jobs: Record<QueueJobState, number>;
-  /** Seconds the oldest waiting job has been ready to run, or 0 when none waits. */
-  oldestWaitingSeconds: number;
-}
-
-/** Where the queue figures of a scrape come from (BullMQ; queues/queue-stats.ts). */
-export interface QueueStatsSource {
-  readonly names: readonly string[];
-  /** Each queue's figures, or null for a queue that could not be read in time. */
-  read(): Promise<ReadonlyMap<string, QueueStats | null>>;
-}
 
 export interface CpuPoolStats {
   /** Tasks waiting for a thread. */

@@ -18,8 +18,7 @@
  * `DATA_DIR/journal/settlement-intents/<intent id>.json` (`JobJournal`).
  */
 import { createHash } from "node:crypto";
-import type { JobJournal } from "../../queues/job-journal.js";
-import type { JsonData } from "../../queues/job-queue.js";
+import type { JobJournal, JsonData } from "../storage/job-journal.js";
 import { fromPlain, isObject, toPlain } from "../verifier/json/value.js";
 import type { FacilitatorClient, FacilitatorRequest } from "./facilitator-client.js";
 import type { Settlement } from "./settlement-receipt.js";

@@ -6,7 +6,6 @@
  * and spent challenges come from the mode's backends (memory or Redis).
  */
 
-import { JobJournal, journalDirectory } from "../../queues/job-journal.js";
 import { KeyStore } from "../access/api-keys.js";
 import { AuditLog } from "../access/audit.js";
 import type { CapStore } from "../access/caps.js";
@@ -25,6 +24,7 @@ import {
 import type { Settlement } from "../payments/settlement-receipt.js";
 import { SignatureBudget } from "../payments/signature-budget.js";
 import type { DocumentStore } from "../storage/document-store.js";
+import { JobJournal, journalDirectory } from "../storage/job-journal.js";
 import type { ServiceConfig } from "./config.js";
 import type { InternalToken } from "./internal-token.js";
 import type { AccessServices } from "./plugins/access.js";

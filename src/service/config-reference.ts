@@ -14,7 +14,11 @@ import {
   DEFAULT_HTTP_TIMEOUTS,
   DEFAULT_LIMITS,
   DEFAULT_METRICS_MAX_CONNECTIONS,
+  DEFAULT_SETTINGS,
+  DEFAULT_SHUTDOWN_DRAIN_MS,
   DEFAULT_STORE_MIN_FREE_BYTES,
+  DEFAULT_TASK_DEADLINE_MS,
+  DEFAULT_WORKER_SETTINGS,
 } from "./config.js";
 
 /** The programs that read a variable. `cli` is the operator commands (`receiptd keys`, …). */
@@ -57,14 +61,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: "HOST",
     group: "Server",
-    default: "127.0.0.1",
+    default: DEFAULT_SETTINGS.host,
     meaning: "Address to listen on (`serve --host` overrides it); `0.0.0.0` for all interfaces.",
     processes: SERVE,
   },
   {
     name: "PORT",
     group: "Server",
-    default: "8080",
+    default: String(DEFAULT_SETTINGS.port),
     meaning: "Port to listen on (`serve --port` overrides it); 0 picks a free one.",
     processes: SERVE,
   },
@@ -80,7 +84,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: "LOG_LEVEL",
     group: "Server",
-    default: "info",
+    default: DEFAULT_SETTINGS.logLevel,
     meaning:
       "fatal, error, warn, info, debug, trace or silent. JSON lines, one format in every process.",
     processes: ["serve", "worker"],
@@ -141,7 +145,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: "REDIS_PREFIX",
     group: "Distributed mode",
-    default: "receiptd",
+    default: DEFAULT_SETTINGS.redisPrefix,
     meaning: "Prefix of every Redis key and BullMQ queue, so deployments can share one Redis.",
     processes: ALL,
   },
@@ -157,7 +161,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: "DATABASE_SCHEMA",
     group: "Distributed mode",
-    default: "receiptd",
+    default: DEFAULT_SETTINGS.databaseSchema,
     meaning: "The PostgreSQL schema holding the store's tables.",
     processes: ALL,
   },
@@ -394,21 +398,21 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: "X402_PRICE_CALL_USD",
     group: "Payments (x402)",
-    default: "0.01",
+    default: DEFAULT_SETTINGS.x402Prices.call,
     meaning: "Price of one paid call.",
     processes: SERVE,
   },
   {
     name: "X402_PRICE_LEASE_USD",
     group: "Payments (x402)",
-    default: "0.01",
+    default: DEFAULT_SETTINGS.x402Prices.lease,
     meaning: "Price of a 5-minute lease (ERC-8004 validation, crystal writes).",
     processes: SERVE,
   },
   {
     name: "X402_PRICE_DAY_USD",
     group: "Payments (x402)",
-    default: "0.50",
+    default: DEFAULT_SETTINGS.x402Prices.day,
     meaning: "Price of a 24-hour day pass.",
     processes: SERVE,
   },
@@ -500,7 +504,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: "CPU_TASK_DEADLINE_MS",
     group: "Verification threads",
-    default: "15000",
+    default: String(DEFAULT_TASK_DEADLINE_MS),
     meaning:
       "The longest one request's CPU task may take, waiting for a thread included; then its thread is terminated and replaced and the request answered `503 work_limit_exceeded` (`limit`; `limits.cpu_task_deadline_ms` in `GET /info`). A task whose client closed its connection is abandoned the same way.",
     processes: SERVE,
@@ -508,7 +512,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: "SHUTDOWN_DRAIN_MS",
     group: "Verification threads",
-    default: "25000",
+    default: String(DEFAULT_SHUTDOWN_DRAIN_MS),
     meaning:
       "After SIGTERM or SIGINT, how long requests in flight may still finish; then their CPU tasks are terminated and the process exits.",
     processes: SERVE,
@@ -517,14 +521,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: "WORKER_CONCURRENCY",
     group: "Worker",
-    default: "8",
+    default: String(DEFAULT_WORKER_SETTINGS.concurrency),
     meaning: "Jobs per queue one worker process runs at once.",
     processes: WORKER,
   },
   {
     name: "WORKER_LOCK_DURATION_MS",
     group: "Worker",
-    default: "30000",
+    default: String(DEFAULT_WORKER_SETTINGS.lockDurationMs),
     meaning:
       "A job's lock; a crashed worker's jobs are taken over within about this plus the next.",
     processes: WORKER,
@@ -532,14 +536,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: "WORKER_STALLED_INTERVAL_MS",
     group: "Worker",
-    default: "30000",
+    default: String(DEFAULT_WORKER_SETTINGS.stalledIntervalMs),
     meaning: "How often a worker looks for jobs whose lock expired.",
     processes: WORKER,
   },
   {
     name: "WORKER_SHUTDOWN_MS",
     group: "Worker",
-    default: "25000",
+    default: String(DEFAULT_WORKER_SETTINGS.shutdownMs),
     meaning:
       "On SIGTERM, how long active jobs may take to finish before they are abandoned (and rerun elsewhere).",
     processes: WORKER,
@@ -581,7 +585,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: "CORS_MAX_AGE_SECONDS",
     group: "Server",
-    default: "600",
+    default: String(DEFAULT_SETTINGS.corsMaxAgeSeconds),
     meaning: "How long a browser may cache a preflight answer (0–86400).",
     processes: SERVE,
   },
@@ -606,7 +610,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: "METRICS_HOST",
     group: "Metrics",
-    default: "127.0.0.1",
+    default: DEFAULT_SETTINGS.metricsHost,
     meaning:
       "Address the metrics listeners bind; anything but loopback needs `METRICS_TOKEN` (startup stops otherwise).",
     processes: ["serve", "worker"],

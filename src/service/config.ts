@@ -7,6 +7,7 @@ import { isIP } from "node:net";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { auditDirFrom } from "../access/audit.js";
+import type { Env } from "../io/env.js";
 import type { MetricsListenerConfig } from "../metrics/server.js";
 import { PaymentConfigError } from "../payments/errors.js";
 import { type PaymentSettings, paymentSettings } from "../payments/requirements.js";
@@ -282,7 +283,13 @@ export interface CorsConfig {
 }
 
 function corsFrom(env: Env): CorsConfig {
-  const maxAgeSeconds = integerFrom(env, "CORS_MAX_AGE_SECONDS", 600, 0, 86_400);
+  const maxAgeSeconds = integerFrom(
+    env,
+    "CORS_MAX_AGE_SECONDS",
+    DEFAULT_SETTINGS.corsMaxAgeSeconds,
+    0,
+    86_400,
+  );
   const text = env.CORS_ORIGINS?.trim() ?? "";
   if (text === "*") return { origins: "*", maxAgeSeconds };
   if (text.split(",").some((entry) => entry.trim() === "*")) {
@@ -358,6 +365,30 @@ export const DEFAULT_TASK_DEADLINE_MS = 15_000;
 /** Below the 30 s an orchestrator usually waits after SIGTERM before it sends SIGKILL. */
 export const DEFAULT_SHUTDOWN_DRAIN_MS = 25_000;
 
+/**
+ * The plain defaults read below, named once so `config-reference.ts` (help text,
+ * docs/configuration.md, .env.example) states the values this module applies.
+ */
+export const DEFAULT_SETTINGS = {
+  host: "127.0.0.1",
+  port: 8080,
+  logLevel: "info",
+  redisPrefix: "receiptd",
+  databaseSchema: "receiptd",
+  metricsHost: "127.0.0.1",
+  corsMaxAgeSeconds: 600,
+  /** USD prices of x402 calls, lease and day pass. */
+  x402Prices: { call: "0.01", lease: "0.01", day: "0.50" },
+} as const;
+
+/** `receiptd worker`'s settings (src/cli/worker.ts reads them). */
+export const DEFAULT_WORKER_SETTINGS = {
+  concurrency: 8,
+  lockDurationMs: 30_000,
+  stalledIntervalMs: 30_000,
+  shutdownMs: 25_000,
+} as const;
+
 export const DEFAULT_HTTP_TIMEOUTS = {
   headersTimeoutMs: 20_000,
   requestTimeoutMs: 60_000,
@@ -411,8 +442,6 @@ export function defaultMaxConnections(fileLimit: number | null, reserve: number)
   return Math.max(1, Math.min(DEFAULT_MAX_CONNECTIONS, fileLimit - headroom - reserve));
 }
 
-type Env = Readonly<Record<string, string | undefined>>;
-
 function integerFrom(env: Env, name: string, fallback: number, min: number, max: number): number {
   const text = env[name];
   if (text === undefined || text === "") return fallback;
@@ -426,7 +455,7 @@ function integerFrom(env: Env, name: string, fallback: number, min: number, max:
 
 function logLevelFrom(env: Env): LogLevel {
   const text = env.LOG_LEVEL;
-  if (text === undefined || text === "") return "info";
+  if (text === undefined || text === "") return DEFAULT_SETTINGS.logLevel;
   const level = LOG_LEVELS.find((candidate) => candidate === text);
   if (level === undefined) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got '${text}'`);
@@ -674,9 +703,9 @@ function paymentsFrom(env: Env, limits: ServiceLimits, origin: string): Payments
       network: env.X402_NETWORK || undefined,
       asset: env.X402_ASSET || undefined,
       pricesUsd: {
-        call: env.X402_PRICE_CALL_USD || "0.01",
-        lease: env.X402_PRICE_LEASE_USD || "0.01",
-        day: env.X402_PRICE_DAY_USD || "0.50",
+        call: env.X402_PRICE_CALL_USD || DEFAULT_SETTINGS.x402Prices.call,
+        lease: env.X402_PRICE_LEASE_USD || DEFAULT_SETTINGS.x402Prices.lease,
+        day: env.X402_PRICE_DAY_USD || DEFAULT_SETTINGS.x402Prices.day,
       },
       leaseSeconds: limits.leaseSeconds,
       dayPassSeconds: limits.dayPassSeconds,
@@ -705,7 +734,7 @@ export function metricsListenerFrom(env: Env, portVariable: string): MetricsList
   const text = env[portVariable];
   if (text === undefined || text === "") return null;
   const port = integerFrom(env, portVariable, 0, 0, 65_535);
-  const host = env.METRICS_HOST || "127.0.0.1";
+  const host = env.METRICS_HOST || DEFAULT_SETTINGS.metricsHost;
   const token = env.METRICS_TOKEN || null;
   const maxConnections = integerFrom(
     env,
@@ -750,8 +779,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
   const corpusDir = env.CORPUS_DIR;
   const mergedLimits = { ...limitsFrom(env), ...limits };
   const dataDir = overrides.dataDir ?? resolve(env.DATA_DIR || "./data");
-  const host = env.HOST || "127.0.0.1";
-  const port = integerFrom(env, "PORT", 8080, 0, 65_535);
+  const host = env.HOST || DEFAULT_SETTINGS.host;
+  const port = integerFrom(env, "PORT", DEFAULT_SETTINGS.port, 0, 65_535);
   const origin = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   return {
     host,
@@ -763,9 +792,9 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     internalTokenFile: resolve(env.INTERNAL_TOKEN_FILE || join(dataDir, "internal.token")),
     payments: paymentsFrom(env, mergedLimits, origin),
     redisUrl: urlFrom(env, "REDIS_URL"),
-    redisPrefix: env.REDIS_PREFIX || "receiptd",
+    redisPrefix: env.REDIS_PREFIX || DEFAULT_SETTINGS.redisPrefix,
     databaseUrl: urlFrom(env, "DATABASE_URL"),
-    databaseSchema: env.DATABASE_SCHEMA || "receiptd",
+    databaseSchema: env.DATABASE_SCHEMA || DEFAULT_SETTINGS.databaseSchema,
     storage: storageFrom(env),
     mcpAllowedOrigins: originsFrom(env, "MCP_ALLOWED_ORIGINS"),
     cors: corsFrom(env),

@@ -20,6 +20,7 @@
  */
 import { mkdir, readdir, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { mergeRevocationStatements, revocationDocumentProblems } from "../revocations/documents.js";
 import {
   createFileOnce,
   readIfPresent,
@@ -36,10 +37,6 @@ import {
 } from "../verifier/revocations/document.js";
 import { verifyStatements } from "../verifier/revocations/statements.js";
 import { formatUtcSeconds, timestampMillis } from "../verifier/timestamps.js";
-import {
-  mergeRevocationStatements,
-  revocationDocumentProblems,
-} from "./endpoints/revocations/documents.js";
 import {
   generateServiceKeyPem,
   KEY_REFRESH_MS,

@@ -26,6 +26,7 @@ import {
   type PaymentErrorCode,
 } from "../payments/errors.js";
 import type { PassTokenErrorCode } from "../payments/pass-token.js";
+import type { RevocationStoreErrorCode } from "../revocations/documents.js";
 import type { DocumentStoreUnavailableErrorCode } from "../storage/document-store.js";
 import type { AnchorProofErrorCode } from "../verifier/anchor/ots.js";
 import type { ResultBudgetExceededCode } from "../verifier/bundle/budget.js";
@@ -47,7 +48,6 @@ import type {
   CpuPoolOverloadedErrorCode,
   WorkLimitExceededErrorCode,
 } from "./cpu-pool.js";
-import type { RevocationStoreErrorCode } from "./endpoints/revocations/documents.js";
 import { type ErrorCode, type ErrorFields, ServiceError } from "./errors.js";
 import type { InternalTokenErrorCode } from "./internal-token.js";
 import type { KeyRotationErrorCode } from "./key-rotation.js";
@@ -145,6 +145,7 @@ export const LIBRARY_ERROR_CODES = {
   pass_not_yet_valid: "pass_not_yet_valid",
   pass_expired: "pass_expired",
   pass_scope_mismatch: "pass_scope_mismatch",
+  bad_submission: "bad_submission",
   missing_section: "missing_section",
   submission_not_canonical: "submission_not_canonical",
   // What the service depends on cannot answer now.

@@ -9,8 +9,8 @@
  */
 
 import { CodedError } from "./coded-error.js";
+import { reprString } from "./json/py-scalars.js";
 import type { JsonValue } from "./json/value.js";
-import { reprString } from "./py/repr.js";
 
 const PY_TIMESTAMP =
   /^\p{Nd}{4}-\p{Nd}{2}-\p{Nd}{2}T\p{Nd}{2}:\p{Nd}{2}:\p{Nd}{2}(\.\p{Nd}{1,3})?Z\n?$/u;
@@ -126,6 +126,59 @@ export function timestampMillis(value: string): number {
     second * 1000 +
     fraction
   );
+}
+
+/**
+ * General RFC 3339 `date-time` (memory crystals' `created_at`), beside the reference's
+ * UTC-only form above so the project has one timestamp parser module: the two grammars
+ * differ on purpose (offsets and nanoseconds here; Python's `fromisoformat` crashes above),
+ * and they share the calendar.
+ *
+ * RFC 3339 `date-time`: `T`/`Z` in either case (RFC 3339 §5.6), a fraction of 1–9 digits,
+ * `Z` or a numeric offset. Calendar and clock ranges are checked after matching.
+ */
+export const RFC3339_PATTERN =
+  "^(\\d{4})-(\\d{2})-(\\d{2})[Tt](\\d{2}):(\\d{2}):(\\d{2})(?:\\.(\\d{1,9}))?(?:[Zz]|([+-])(\\d{2}):(\\d{2}))$";
+const RFC3339 = new RegExp(RFC3339_PATTERN);
+
+/** An instant as whole seconds since the epoch plus nanoseconds, for ordering. */
+export interface Instant {
+  seconds: number;
+  nanos: number;
+}
+
+/**
+ * The instant an RFC 3339 timestamp names, or null when it is not one (a real calendar date,
+ * hours 0–23, minutes and seconds 0–59: leap seconds are refused; offsets up to ±23:59).
+ */
+export function rfc3339Instant(text: string): Instant | null {
+  const match = RFC3339.exec(text);
+  if (match === null) return null;
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const fraction = match[7] ?? "";
+  const sign = match[8] === "-" ? -1 : 1;
+  const offsetHours = Number(match[9] ?? 0);
+  const offsetMinutes = Number(match[10] ?? 0);
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
+  if (hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) {
+    return null;
+  }
+  // setUTCFullYear, unlike Date.UTC, does not read years 0–99 as 1900–1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, 0);
+  const offsetSeconds = sign * (offsetHours * 3600 + offsetMinutes * 60);
+  return {
+    seconds: date.getTime() / 1000 - offsetSeconds,
+    nanos: Number(fraction.padEnd(9, "0")),
+  };
 }
 
 /** Python's `datetime.isoformat()` of a UTC instant, as printed in `key_revoked` details. */

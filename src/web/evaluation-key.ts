@@ -12,7 +12,7 @@ import {
   parseChallenge,
   type Sha256,
   solveProofOfWorkAsync,
-} from "../access/evaluation/proof-of-work.js";
+} from "../portable/proof-of-work.js";
 
 /** `/info` `evaluation_keys`, as the page uses it. */
 export interface EvaluationTerms {

@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
+import { pendingProof, sha256 } from "../../bench/support/ots.js";
 import { PRODUCER_COMMAND_TIMEOUT_MS } from "../../queues/bullmq-queue.js";
 import { type PrivateRedis, randomPrefix, startPrivateRedis } from "../redis/support.js";
 import { startTestService, type TestService } from "../service/support/service.js";
-import { pendingProof, sha256 } from "../support/ots.js";
 
 /** The bound the answers must meet: the command timeout plus generous slack for a busy CI. */
 const BOUND_MS = PRODUCER_COMMAND_TIMEOUT_MS + 4_000;

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
+import { pendingProof, sha256 } from "../../bench/support/ots.js";
 import { type QueueWorker, startReceiptdWorkers } from "../../queues/bullmq-worker.js";
 import { ServiceIdentity } from "../../src/service/service-key.js";
 import type { DocumentStore } from "../../src/storage/document-store.js";
@@ -16,7 +17,6 @@ import { openDocumentStore } from "../../src/storage/open.js";
 import { keysUnder, openTestRedis, randomPrefix, SHARED_REDIS_URL } from "../redis/support.js";
 import { startTestService, type TestService } from "../service/support/service.js";
 import { corpusBytes } from "../support/corpus.js";
-import { pendingProof, sha256 } from "../support/ots.js";
 import { DATABASE_URL, dropSchema, privateSchema } from "../support/pg.js";
 
 const GOOD = corpusBytes("vectors/01_happy_minimal.json");

@@ -15,6 +15,7 @@ import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
+import { pendingProof, sha256 } from "../../bench/support/ots.js";
 import { ANCHORS_QUEUE } from "../../queues/anchors.js";
 import { BullMqQueue } from "../../queues/bullmq-queue.js";
 import type { JsonData } from "../../queues/job-queue.js";
@@ -24,7 +25,6 @@ import { loadOrCreateServiceKey } from "../../src/service/service-key.js";
 import type { CollectionName } from "../../src/storage/document-store.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
 import { removePrefix, TEST_REDIS_URL, testPrefix } from "../support/bullmq-redis.js";
-import { pendingProof, sha256 } from "../support/ots.js";
 
 const DEADLINE_MS = 180_000;
 

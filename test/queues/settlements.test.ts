@@ -12,7 +12,6 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { BullMqQueue } from "../../queues/bullmq-queue.js";
 import { InProcessQueue } from "../../queues/in-process-queue.js";
-import { JobJournal } from "../../queues/job-journal.js";
 import { JobFailedError, QueueUnavailableError } from "../../queues/job-queue.js";
 import {
   SETTLEMENTS_QUEUE,
@@ -30,6 +29,7 @@ import {
   userAgentHash,
 } from "../../src/payments/settlement-receipt.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
+import { JobJournal } from "../../src/storage/job-journal.js";
 import { didKeyToPublicKey } from "../../src/verifier/crypto/did-key.js";
 import { type Ed25519Signer, signerFromSeed } from "../../src/verifier/crypto/ed25519.js";
 import { removePrefix, TEST_REDIS_URL, testPrefix } from "../support/bullmq-redis.js";

@@ -16,8 +16,8 @@ import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { KeyStore } from "../../src/access/api-keys.js";
 import { nodeSha256 } from "../../src/access/evaluation/node-sha256.js";
-import { solveProofOfWork } from "../../src/access/evaluation/proof-of-work.js";
 import { sealCrystal, tenantHashOf } from "../../src/crystals/client.js";
+import { solveProofOfWork } from "../../src/portable/proof-of-work.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
 import {
   type ServerProcess,

@@ -9,7 +9,7 @@ import { rm } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
 import { KeyStore } from "../../src/access/api-keys.js";
 import { nodeSha256 } from "../../src/access/evaluation/node-sha256.js";
-import { solveProofOfWork } from "../../src/access/evaluation/proof-of-work.js";
+import { solveProofOfWork } from "../../src/portable/proof-of-work.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
 import { corpusBytes } from "../support/corpus.js";
 import {

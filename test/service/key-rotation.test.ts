@@ -6,10 +6,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import {
-  RevocationStoreError,
-  readRevocationDocument,
-} from "../../src/service/endpoints/revocations/documents.js";
+import { RevocationStoreError, readRevocationDocument } from "../../src/revocations/documents.js";
 import {
   KeyRotationError,
   RETIRED_KEYS_DIR,

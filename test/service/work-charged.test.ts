@@ -10,9 +10,9 @@ import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { otsProof, sha256 } from "../../bench/support/ots.js";
 import { meterMonth } from "../../src/access/billing.js";
 import { corpusBytes } from "../support/corpus.js";
-import { otsProof, sha256 } from "../support/ots.js";
 import { startTestService, type TestService } from "./support/service.js";
 
 const NOW = Date.UTC(2026, 10, 26, 12, 0, 0);

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { repeatedReceiptsBundle } from "../../bench/support/large-bundles.js";
 import { verifyBundleJson } from "../../src/web/api.js";
 import {
   NAMED_RECEIPTS,
@@ -15,7 +16,6 @@ import {
 } from "../../src/web/bundle-view.js";
 import { PREVIEW_CHARS } from "../../src/web/dom.js";
 import { corpusBytes } from "../support/corpus.js";
-import { repeatedReceiptsBundle } from "../support/large-bundles.js";
 
 describe("the Bundle tab's view of a verification", () => {
   test("the text is the CLI's; a small result is shown whole", () => {

@@ -4,10 +4,10 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { repeatedReceiptsBundle } from "../../bench/support/large-bundles.js";
 import { verifyBundleJson } from "../../src/web/api.js";
 import { buildChainModel, type ChainModel, type ResultLike } from "../../src/web/chain-model.js";
 import { corpusBytes } from "../support/corpus.js";
-import { repeatedReceiptsBundle } from "../support/large-bundles.js";
 
 function model(vector: string, options = {}): ChainModel {
   const bytes = corpusBytes(`vectors/${vector}`);

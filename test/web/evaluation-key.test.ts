@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { nodeSha256 } from "../../src/access/evaluation/node-sha256.js";
-import { checkProofOfWork } from "../../src/access/evaluation/proof-of-work.js";
+import { checkProofOfWork } from "../../src/portable/proof-of-work.js";
 import {
   describeRefusal,
   evaluationTermsOf,

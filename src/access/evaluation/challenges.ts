@@ -11,14 +11,14 @@
  * and of the client-address key (`ADDRESS_KEY_INFO`).
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { nodeSha256 } from "./node-sha256.js";
 import {
   CHALLENGE_VERSION,
   type ChallengeFields,
   checkProofOfWork,
   MAX_DIFFICULTY,
   parseChallenge,
-} from "./proof-of-work.js";
+} from "../../portable/proof-of-work.js";
+import { nodeSha256 } from "./node-sha256.js";
 
 /** How long a challenge may be solved and spent. */
 export const CHALLENGE_TTL_SECONDS = 300;

@@ -18,13 +18,13 @@
  * anonymous call, and given back when the answer is a refusal.
  */
 
+import { MAX_DIFFICULTY } from "../../portable/proof-of-work.js";
 import { codedErrorClass } from "../../verifier/coded-error.js";
 import type { CreatedKey, KeyStore } from "../api-keys.js";
 import { type CapStore, consumeAll, refundAll } from "../caps.js";
 import { type ChallengeLedger, SPENT_GRACE_MS } from "./challenge-ledger.js";
 import { type ChallengeRefusal, ChallengeSigner, type IssuedChallenge } from "./challenges.js";
 import { addressCounter, CLIENT, type NetworkWidth, SITE } from "./client-address.js";
-import { MAX_DIFFICULTY } from "./proof-of-work.js";
 
 /** The terms in force (`EvaluationKeysConfig`). */
 export interface EvaluationTerms {

@@ -3,6 +3,6 @@
  * `Sha256` signature of the browser-safe `proof-of-work.ts` (which must not import it).
  */
 import { createHash } from "node:crypto";
-import type { Sha256 } from "./proof-of-work.js";
+import type { Sha256 } from "../../portable/proof-of-work.js";
 
 export const nodeSha256: Sha256 = (data) => createHash("sha256").update(data).digest();

@@ -23,7 +23,7 @@ import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import type { ServiceLimits } from "../config.js";
 import { type Answer, errorAnswer, ServiceError, sendAnswer } from "../errors.js";
-import { FASTIFY_VERSION, PLATFORM } from "../plugins/names.js";
+import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 
 /** Node's own test for an `Expect` that asks for `100 Continue`. */
 const CONTINUE_EXPECTATION = /(?:^|\W)100-continue(?:$|\W)/i;

@@ -38,7 +38,7 @@ import fastifyPlugin from "fastify-plugin";
 import { addressNetwork } from "../../access/evaluation/client-address.js";
 import type { HttpServerConfig, TrustProxy } from "../config.js";
 import { type ErrorCode, type ErrorFields, errorAnswer, sendAnswer } from "../errors.js";
-import { FASTIFY_VERSION, PLATFORM } from "../plugins/names.js";
+import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 
 /** How long a refused or reserve connection may sit idle, at most. */
 const BRIEF_IDLE_MS = 2000;

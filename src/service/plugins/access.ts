@@ -44,9 +44,9 @@ import type { SettlementCall } from "../../payments/settlement-receipt.js";
 import type { ServiceLimits } from "../config.js";
 import { sendAnswer } from "../errors.js";
 import { guardAnswerStatus, headerCount } from "../http/connections.js";
+import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 import { isChargedAnswer, isChargedRefusal } from "../work-charged.js";
 import { CORS_PREFLIGHT_ROUTE } from "./cors.js";
-import { FASTIFY_VERSION, PLATFORM } from "./names.js";
 import {
   type AccessRefusal,
   accessRefusal,

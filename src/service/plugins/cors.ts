@@ -17,7 +17,7 @@ import fastifyPlugin from "fastify-plugin";
 import { PAYMENT_HEADERS } from "../../payments/codec.js";
 import { PASS_TOKEN_HEADER } from "../../payments/pass-token.js";
 import type { CorsConfig } from "../config.js";
-import { FASTIFY_VERSION, PLATFORM } from "./names.js";
+import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
 declare module "fastify" {

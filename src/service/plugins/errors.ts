@@ -9,8 +9,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fastifyPlugin from "fastify-plugin";
 import { CHARGED_REFUSALS, ERROR_STATUS, type ErrorCode, ServiceError } from "../errors.js";
 import { escapedRefusal, withRetryAfter } from "../library-errors.js";
+import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 import { chargeWorkDone } from "../work-charged.js";
-import { FASTIFY_VERSION, PLATFORM } from "./names.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
 function isClientError(error: FastifyError): boolean {

@@ -16,7 +16,7 @@ import fastifyPlugin from "fastify-plugin";
 import { destination } from "pino";
 import type { LogDestination, ServiceConfig } from "../config.js";
 import { guardAnswerStatus } from "../http/connections.js";
-import { FASTIFY_VERSION, PLATFORM } from "./names.js";
+import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 
 interface LoggedRequest {
   method?: string;

@@ -5,7 +5,7 @@
 import type { FastifyInstance } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import { UNMATCHED_ROUTE } from "../../metrics/metrics.js";
-import { FASTIFY_VERSION, PLATFORM } from "./names.js";
+import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 
 export function registerRequestMetrics(app: FastifyInstance): void {
   app.addHook("onResponse", async (request, reply) => {

@@ -10,12 +10,12 @@ import { RedisOutages } from "../../redis/outages.js";
 import type { ServiceConfig } from "../config.js";
 import { bodyAdmission, rawBodyParser } from "../http/body-admission.js";
 import { type ConnectionGuard, connectionHooks } from "../http/connections.js";
+import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 import { accessControl } from "./access.js";
 import { corsPlugin } from "./cors.js";
 import { errorHandling } from "./errors.js";
 import { abortLogging } from "./logging.js";
 import { requestMetrics } from "./metrics.js";
-import { FASTIFY_VERSION, PLATFORM } from "./names.js";
 import { requestIdHeader } from "./request-id.js";
 import {
   accessServicesPlugin,

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import fastifyPlugin from "fastify-plugin";
-import { FASTIFY_VERSION, PLATFORM } from "./names.js";
+import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 
 export const REQUEST_ID_HEADER = "x-request-id";
 

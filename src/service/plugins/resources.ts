@@ -10,7 +10,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import { ANCHORS_QUEUE, type AnchorsQueue } from "../../../queues/anchors.js";
-import { JobJournal, journalDirectory } from "../../../queues/job-journal.js";
 import {
   SETTLEMENTS_QUEUE,
   SettlementRecorder,
@@ -22,6 +21,7 @@ import { ServiceMetrics } from "../../metrics/metrics.js";
 import { observeDocumentStore } from "../../metrics/observe.js";
 import type { RedisOutages } from "../../redis/outages.js";
 import type { DocumentStore } from "../../storage/document-store.js";
+import { JobJournal, journalDirectory } from "../../storage/job-journal.js";
 import { verifierCrypto } from "../../verifier/crypto/provider.js";
 import { createAccessServices } from "../access-services.js";
 import { type Backends, openBackends, openQueues } from "../backends.js";
@@ -29,9 +29,9 @@ import type { ServiceConfig } from "../config.js";
 import { CpuPool } from "../cpu-pool.js";
 import type { ConnectionGuard } from "../http/connections.js";
 import { type InternalToken, loadOrCreateInternalToken } from "../internal-token.js";
+import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "../service-key.js";
 import type { WorkerContext } from "../tasks/worker-context.js";
-import { FASTIFY_VERSION, PLATFORM } from "./names.js";
 
 declare module "fastify" {
   interface FastifyInstance {

@@ -8,7 +8,7 @@
 import { Ajv } from "ajv";
 import type { FastifyInstance } from "fastify";
 import fastifyPlugin from "fastify-plugin";
-import { FASTIFY_VERSION, PLATFORM } from "./names.js";
+import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 
 export function registerSchemaValidation(app: FastifyInstance): void {
   // Fastify's defaults for the parts it still validates: coerce query strings to the

@@ -11,7 +11,7 @@ import { type CachedVerdict, type DigestCache, digestCacheKey } from "../../cach
 import type { ServiceMetrics } from "../../metrics/metrics.js";
 import type { CpuPool, RunOptions } from "../cpu-pool.js";
 import type { Answer } from "../errors.js";
-import { FASTIFY_VERSION, PLATFORM } from "../plugins/names.js";
+import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 import { transferableBody } from "../plugins/raw-body.js";
 import type { TaskDefinition } from "../tasks/define-task.js";
 import { type CacheableVerdict, cachedVerdictResponse } from "./cached-verdict.js";

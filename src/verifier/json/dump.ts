@@ -5,7 +5,7 @@
  * and results can hold parsed values (bigints, floats, Maps), which `JSON.stringify`
  * cannot write faithfully. Floats are written as Python writes them (`1e+16`, `NaN`).
  */
-import { reprFloat } from "../py/repr.js";
+import { reprFloat } from "./py-scalars.js";
 import { PyFloat } from "./value.js";
 
 export interface DumpOptions {

@@ -11,8 +11,8 @@
  */
 
 import { CodedError } from "../coded-error.js";
-import { reprString } from "../py/repr.js";
 import { compareCodePoints } from "./canonical.js";
+import { reprString } from "./py-scalars.js";
 import { SignedSources } from "./signed-sources.js";
 import { decodeUtf8Strict, Utf8DecodeError } from "./utf8.js";
 import { type JsonObject, type JsonValue, normalizeInteger, PyFloat } from "./value.js";

@@ -7,7 +7,7 @@ import {
   ChallengeSigner,
 } from "../../../src/access/evaluation/challenges.js";
 import { nodeSha256 } from "../../../src/access/evaluation/node-sha256.js";
-import { parseChallenge, solveProofOfWork } from "../../../src/access/evaluation/proof-of-work.js";
+import { parseChallenge, solveProofOfWork } from "../../../src/portable/proof-of-work.js";
 import { InternalToken } from "../../../src/service/internal-token.js";
 
 const T0 = Date.parse("2026-11-21T10:00:00Z");

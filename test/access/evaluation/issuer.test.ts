@@ -20,8 +20,8 @@ import {
   ISSUANCE_BUCKET,
 } from "../../../src/access/evaluation/issuer.js";
 import { nodeSha256 } from "../../../src/access/evaluation/node-sha256.js";
-import { parseChallenge, solveProofOfWork } from "../../../src/access/evaluation/proof-of-work.js";
 import { MemoryCapStore } from "../../../src/access/memory-cap-store.js";
+import { parseChallenge, solveProofOfWork } from "../../../src/portable/proof-of-work.js";
 import {
   type DocumentStore,
   DocumentStoreUnavailableError,

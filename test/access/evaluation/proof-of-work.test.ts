@@ -17,7 +17,7 @@ import {
   type Sha256,
   solveProofOfWork,
   solveProofOfWorkAsync,
-} from "../../../src/access/evaluation/proof-of-work.js";
+} from "../../../src/portable/proof-of-work.js";
 
 const CHALLENGE = `evk1.12.1767276000.${"A".repeat(22)}.${"B".repeat(43)}`;
 
@@ -135,7 +135,7 @@ describe("proof of work", () => {
 
   test("the module imports nothing, so a browser bundle can take it as it is", () => {
     const source = readFileSync(
-      new URL("../../../src/access/evaluation/proof-of-work.ts", import.meta.url),
+      new URL("../../../src/portable/proof-of-work.ts", import.meta.url),
       "utf8",
     );
     assert.deepEqual(source.match(/^\s*import\b.*$/gm) ?? [], []);

@@ -1,5 +1,5 @@
 /**
- * The platform's plugins are named fastify-plugin plugins (plugins/names.ts): one registered
+ * The platform's plugins are named fastify-plugin plugins (platform-names.ts): one registered
  * without what it needs, or before it, stops the boot with Fastify's message naming both
  * plugins, instead of failing on the first request; and what the platform opened is closed
  * in one order.
@@ -9,20 +9,20 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Fastify from "fastify";
-import { journalDirectory } from "../../../queues/job-journal.js";
 import { SETTLEMENTS_QUEUE } from "../../../queues/settlements.js";
 import { buildApp } from "../../../src/service/app.js";
 import { openApiCollector } from "../../../src/service/endpoints/meta/openapi.js";
 import { bodyAdmission } from "../../../src/service/http/body-admission.js";
+import { PLATFORM } from "../../../src/service/platform-names.js";
 import { accessControl } from "../../../src/service/plugins/access.js";
 import { requestMetrics } from "../../../src/service/plugins/metrics.js";
-import { PLATFORM } from "../../../src/service/plugins/names.js";
 import {
   configPlugin,
   cpuPoolPlugin,
   metricsPlugin,
   OpenedResources,
 } from "../../../src/service/plugins/resources.js";
+import { journalDirectory } from "../../../src/storage/job-journal.js";
 import {
   startTestService,
   type TestService,

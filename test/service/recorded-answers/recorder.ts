@@ -42,7 +42,7 @@ import { connect } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { hashTypedData, recoverAddress } from "viem";
 import { CHALLENGE_KEY_INFO } from "../../../src/access/evaluation/challenges.js";
-import { parseChallenge } from "../../../src/access/evaluation/proof-of-work.js";
+import { parseChallenge } from "../../../src/portable/proof-of-work.js";
 import type { ConfigOverrides } from "../../../src/service/config.js";
 import { InternalToken } from "../../../src/service/internal-token.js";
 import { verifyEd25519 } from "../../../src/verifier/crypto/ed25519.js";

@@ -21,11 +21,12 @@ import { createServer } from "node:net";
 import { BroadcastChannel } from "node:worker_threads";
 import { keccak_256 } from "@noble/hashes/sha3";
 import { privateKeyToAccount } from "viem/accounts";
+import { pendingProof, upgradedProof } from "../../../bench/support/ots.js";
 import { nodeSha256 } from "../../../src/access/evaluation/node-sha256.js";
-import { solveProofOfWork } from "../../../src/access/evaluation/proof-of-work.js";
 import { startFacilitatorPeer } from "../../../src/payments/facilitator-peer.js";
 import type { Hex } from "../../../src/payments/formats.js";
 import { requirementFromWire } from "../../../src/payments/requirements.js";
+import { solveProofOfWork } from "../../../src/portable/proof-of-work.js";
 import { dumpCompact } from "../../../src/verifier/json/dump.js";
 import { fromPlain, isObject } from "../../../src/verifier/json/value.js";
 import { referenceSubmission, sectionOf } from "../../conformance/reference-submission.js";
@@ -39,7 +40,6 @@ import {
   v2Payment,
 } from "../../payments/support.js";
 import { CORPUS_DIR, corpusBytes } from "../../support/corpus.js";
-import { pendingProof, upgradedProof } from "../../support/ots.js";
 import { GATE_CHANNEL, GATE_OPEN, TASK_WAITING } from "../fixtures/verify-gate.js";
 import { fixtureTaskModule } from "../support/service.js";
 import {

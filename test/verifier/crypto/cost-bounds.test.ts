@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import { describe, test } from "node:test";
+import { otsProof, sha256 } from "../../../bench/support/ots.js";
 import { AnchorProofError, parseOtsProof } from "../../../src/verifier/anchor/ots.js";
 import { pyB64uDecode } from "../../../src/verifier/crypto/base64.js";
 import {
@@ -22,7 +23,6 @@ import { canDecodeDidKey, verifyEd25519 } from "../../../src/verifier/crypto/ed2
 import { parseJson, StrictJsonError } from "../../../src/verifier/json/parse.js";
 import { PyFloat } from "../../../src/verifier/json/value.js";
 import { isValidTimestamp } from "../../../src/verifier/timestamps.js";
-import { otsProof, sha256 } from "../../support/ots.js";
 
 const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 const MIB = 1024 * 1024;

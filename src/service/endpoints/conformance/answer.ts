@@ -1,23 +1,18 @@
 /**
  * `POST /conformance` from raw body bytes to response text (service.md §10). It runs on a
- * worker thread (`worker.ts`): the submission is parsed strictly, checked against
- * `submissionSchema`, graded against the corpus the worker has loaded, and the report signed
- * with the current service key.
+ * worker thread (`worker.ts`): the submission is parsed strictly, then checked, graded
+ * against the corpus the worker has loaded and signed with the current service key by the
+ * referee's own code (src/conformance/referee.ts, which the CLI grades with too).
  */
 import type { Corpus } from "../../../conformance/corpus.js";
-import { gradeSubmission } from "../../../conformance/grade.js";
-import { signConformanceReport } from "../../../conformance/report.js";
-import { submissionSchema } from "../../../conformance/submission.js";
-import { bodyValidator } from "../../../validation/body-validator.js";
+import { refereeReport } from "../../../conformance/referee.js";
 import type { Ed25519Signer } from "../../../verifier/crypto/ed25519.js";
-import type { JsonObject } from "../../../verifier/json/value.js";
 import {
   type Answer,
   answer,
   answerOrRefusal,
   errorAnswer,
   parseRequestJson,
-  ServiceError,
 } from "../../errors.js";
 import { refusalFor } from "../../library-errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
@@ -34,8 +29,6 @@ export interface ConformanceRequestContext {
   signer(): Ed25519Signer;
 }
 
-const validateSubmission = bodyValidator(submissionSchema);
-
 export async function answerConformanceRequest(
   bytes: Uint8Array,
   context: ConformanceRequestContext,
@@ -46,13 +39,11 @@ export async function answerConformanceRequest(
 
   return answerOrRefusal(() => {
     const submission = parseRequestJson(bytes);
-    const problem = validateSubmission(submission);
-    if (problem !== null) throw new ServiceError("bad_submission", { detail: problem });
     try {
-      // The schema admits only objects.
-      const graded = gradeSubmission(corpus, submission as JsonObject);
-      const report = signConformanceReport(graded, context.signer());
-      return answer(200, { report, service: SERVICE_NAME });
+      return answer(200, {
+        report: refereeReport(corpus, submission, context.signer()),
+        service: SERVICE_NAME,
+      });
     } catch (error) {
       // A code the grader adds does not compile until LIBRARY_ERROR_CODES maps it.
       throw refusalFor(error, (failure) => ({ detail: failure.detail })) ?? error;

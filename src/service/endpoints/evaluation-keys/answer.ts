@@ -8,7 +8,7 @@
 import type { CreatedKey } from "../../../access/api-keys.js";
 import type { IssuedChallenge } from "../../../access/evaluation/challenges.js";
 import type { EvaluationKeys, IssueRefusal } from "../../../access/evaluation/issuer.js";
-import { PROOF_OF_WORK_ALGORITHM } from "../../../access/evaluation/proof-of-work.js";
+import { PROOF_OF_WORK_ALGORITHM } from "../../../portable/proof-of-work.js";
 import { bodyValidator } from "../../../validation/body-validator.js";
 import { isObject } from "../../../verifier/json/value.js";
 import { formatUtcSeconds } from "../../../verifier/timestamps.js";

@@ -4,10 +4,7 @@
  * terms. The OpenAPI document is generated from them (docs/evaluation-keys.md explains the
  * flow). No worker: a body of at most 4 KiB, one SHA-256 and one HMAC, then store I/O.
  */
-import {
-  MAX_DIFFICULTY,
-  PROOF_OF_WORK_ALGORITHM,
-} from "../../../access/evaluation/proof-of-work.js";
+import { MAX_DIFFICULTY, PROOF_OF_WORK_ALGORITHM } from "../../../portable/proof-of-work.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { defineOperation } from "../operation.js";
 

@@ -5,10 +5,14 @@
  * so the main thread never parses it and the client gets what `GET /revocations/{issuer}`
  * serves, byte for byte.
  */
+
+import {
+  type RevocationDocumentCheck,
+  readRevocationDocument,
+} from "../../../revocations/documents.js";
 import type { DocumentStore } from "../../../storage/document-store.js";
 import { dumpCompact } from "../../../verifier/json/dump.js";
 import type { ErrorCode } from "../../errors.js";
-import { type RevocationDocumentCheck, readRevocationDocument } from "../revocations/documents.js";
 import type { RevocationsLookup } from "./answer.js";
 import { resultResponse, toolResult } from "./json-rpc.js";
 

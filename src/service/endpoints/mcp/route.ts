@@ -16,7 +16,7 @@ import { keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { chargeWorkDone } from "../../work-charged.js";
 import { route } from "../operation.js";
-import { revocationDocumentCheckOn } from "../revocations/documents.js";
+import { revocationDocumentCheckOn } from "../revocations/contract.js";
 import type { McpReplyPart, McpTask } from "./answer.js";
 import {
   getMcpServerCardOperation,

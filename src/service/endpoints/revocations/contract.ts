@@ -2,16 +2,37 @@
  * The contract of `GET /revocations/{issuer}` (service.md §3), and the worker task that checks
  * a stored revocation document before it is served.
  */
+
+import type { RevocationDocumentCheck } from "../../../revocations/documents.js";
+import type { CpuPool } from "../../cpu-pool.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { revocationDocumentSchema } from "../../schemas/revocation-document.js";
 import { defineTask } from "../../tasks/define-task.js";
 import { defineOperation } from "../operation.js";
-import type { RevocationDocumentTask } from "./documents.js";
+
+/** The task the `revocations` worker runs: validate a stored document on a worker. */
+export interface RevocationDocumentTask {
+  /** The stored bytes, copied into a buffer of their own and moved to the worker. */
+  bytes: ArrayBuffer;
+  issuer: string;
+}
 
 /** True when the document is one the service can vouch for. */
 export const checkRevocationDocumentTask = defineTask<RevocationDocumentTask, boolean>(
   import.meta.url,
 );
+
+/**
+ * Validation on the CPU pool (`worker.ts`), keeping Ed25519 off the main thread; MCP's
+ * `get_revocations` uses it too.
+ */
+export function revocationDocumentCheckOn(pool: CpuPool): RevocationDocumentCheck {
+  return (bytes, issuer) => {
+    const copy = new Uint8Array(bytes).buffer;
+    const task: RevocationDocumentTask = { bytes: copy, issuer };
+    return pool.run(checkRevocationDocumentTask, task, [copy]);
+  };
+}
 
 const revocationsSchema = {
   description:

@@ -3,11 +3,11 @@
  * stored, and only once it has been validated (on a worker, remembered per stored bytes).
  */
 import type { FastifyInstance } from "fastify";
+import { lookupRevocationDocument } from "../../../revocations/documents.js";
 import { errorAnswer, sendAnswer } from "../../errors.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { route } from "../operation.js";
-import { getRevocationsOperation } from "./contract.js";
-import { lookupRevocationDocument, revocationDocumentCheckOn } from "./documents.js";
+import { getRevocationsOperation, revocationDocumentCheckOn } from "./contract.js";
 
 export async function revocationRoutes(app: FastifyInstance) {
   const check = revocationDocumentCheckOn(app.cpuPool);

@@ -1,7 +1,8 @@
 /** Worker-thread side of `GET /revocations/{issuer}`: the stored document's signatures. */
+
+import { revocationDocumentProblems } from "../../../revocations/documents.js";
 import { implementTask } from "../../tasks/worker.js";
 import { checkRevocationDocumentTask } from "./contract.js";
-import { revocationDocumentProblems } from "./documents.js";
 
 export default implementTask(
   checkRevocationDocumentTask,

@@ -9,9 +9,9 @@ import { once } from "node:events";
 import { readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { pendingProof, sha256 } from "../../../../bench/support/ots.js";
 import { KeyStore } from "../../../../src/access/api-keys.js";
 import { FsDocumentStore } from "../../../../src/storage/fs-document-store.js";
-import { pendingProof, sha256 } from "../../../support/ots.js";
 import { type ServerProcess, startServerProcess } from "../../support/server-process.js";
 import { temporaryDataDir } from "../../support/service.js";
 

@@ -3,12 +3,12 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
+import { otsProof, pendingProof, sha256, upgradedProof } from "../../../../bench/support/ots.js";
 import { type AnchorJob, anchorsProcessor } from "../../../../queues/anchors.js";
 import { keyPrincipal } from "../../../../src/access/principal.js";
 import { prepareAnchorPost } from "../../../../src/service/endpoints/anchors/answer.js";
 import { readUsage } from "../../../../src/storage/usage.js";
 import { corpusBytes } from "../../../support/corpus.js";
-import { otsProof, pendingProof, sha256, upgradedProof } from "../../../support/ots.js";
 import { startTestService, type TestService } from "../../support/service.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";

@@ -1,10 +1,10 @@
 /** `POST /verify-anchor` (service.md §1): real proofs from the corpus, every answer shape. */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { headerWith, sha256, upgradedProof } from "../../../../bench/support/ots.js";
 import { answerVerifyAnchor } from "../../../../src/service/verification/anchor-answer.js";
 import { fromPlain } from "../../../../src/verifier/json/value.js";
 import { corpusBytes } from "../../../support/corpus.js";
-import { headerWith, sha256, upgradedProof } from "../../../support/ots.js";
 import { startTestService, type TestService } from "../../support/service.js";
 
 const HELLO_PROOF = corpusBytes("vectors/anchor/hello-world.txt.ots").toString("base64");

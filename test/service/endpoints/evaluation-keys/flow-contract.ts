@@ -14,11 +14,8 @@ import { after, before, describe, test } from "node:test";
 import type { LightMyRequestResponse } from "fastify";
 import { meterMonth } from "../../../../src/access/billing.js";
 import { nodeSha256 } from "../../../../src/access/evaluation/node-sha256.js";
-import {
-  parseChallenge,
-  solveProofOfWork,
-} from "../../../../src/access/evaluation/proof-of-work.js";
 import { main as keysCli } from "../../../../src/cli/keys.js";
+import { parseChallenge, solveProofOfWork } from "../../../../src/portable/proof-of-work.js";
 import type { EvaluationKeysConfig } from "../../../../src/service/config.js";
 import { corpusBytes } from "../../../support/corpus.js";
 import type { TestService } from "../../support/service.js";

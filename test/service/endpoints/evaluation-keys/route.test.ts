@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { nodeSha256 } from "../../../../src/access/evaluation/node-sha256.js";
-import { solveProofOfWork } from "../../../../src/access/evaluation/proof-of-work.js";
+import { solveProofOfWork } from "../../../../src/portable/proof-of-work.js";
 import { loadConfig } from "../../../../src/service/config.js";
 import { startupSummary } from "../../../../src/service/server.js";
 import { startTestService, type TestService } from "../../support/service.js";

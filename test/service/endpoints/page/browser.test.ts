@@ -16,15 +16,15 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import type { Page, Request } from "playwright-core";
-import { main as anchorCli } from "../../../../src/cli/continuity-receipt-anchor.js";
-import { dumpJson } from "../../../../src/verifier/json/dump.js";
-import { isObject, member } from "../../../../src/verifier/json/value.js";
 import {
   type Chromium,
   collectProblems,
   launchChromium,
   watchContext,
-} from "../../../support/chromium.js";
+} from "../../../../bench/support/chromium.js";
+import { main as anchorCli } from "../../../../src/cli/continuity-receipt-anchor.js";
+import { dumpJson } from "../../../../src/verifier/json/dump.js";
+import { isObject, member } from "../../../../src/verifier/json/value.js";
 import {
   BUNDLE_MANIFESTS,
   type BundleManifest,

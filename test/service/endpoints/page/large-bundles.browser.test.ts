@@ -20,20 +20,24 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
-import { verifyBundleJson } from "../../../../src/web/api.js";
 import {
   type Chromium,
   collectProblems,
   launchChromium,
   watchContext,
-} from "../../../support/chromium.js";
+} from "../../../../bench/support/chromium.js";
 import {
   BUNDLE_LIMIT_BYTES,
   nearLimitBundle,
   repeatedReceiptsBundle,
   uniqueReceiptsBundle,
-} from "../../../support/large-bundles.js";
-import { chooseAndMeasure, type DropMeasure, installProbe } from "../../../support/page-measure.js";
+} from "../../../../bench/support/large-bundles.js";
+import {
+  chooseAndMeasure,
+  type DropMeasure,
+  installProbe,
+} from "../../../../bench/support/page-measure.js";
+import { verifyBundleJson } from "../../../../src/web/api.js";
 import { startTestService, type TestService } from "../../support/service.js";
 
 const repository = fileURLToPath(new URL("../../../../", import.meta.url));

@@ -9,23 +9,25 @@
  * before every use. Validation is Ed25519 work, so a validated (issuer, bytes) pair is
  * remembered by the bytes' SHA-256: a hot document is verified once, not per request, and a
  * replaced document (new bytes, new digest) is verified again.
+ *
+ * Domain code, not the endpoint's: the CLIs and key rotation write documents without a
+ * server, so it lives outside src/service (the endpoint adds only validation on its pool,
+ * `revocationDocumentCheckOn` in endpoints/revocations/tasks.ts).
  */
 
 import { createHash } from "node:crypto";
-import type { CollectionName, DocumentStore } from "../../../storage/document-store.js";
-import { codedErrorClass } from "../../../verifier/coded-error.js";
-import { canDecodeDidKey } from "../../../verifier/crypto/ed25519.js";
-import { dumpCompact } from "../../../verifier/json/dump.js";
-import { isObject, type JsonValue, member } from "../../../verifier/json/value.js";
+import type { CollectionName, DocumentStore } from "../storage/document-store.js";
+import { codedErrorClass } from "../verifier/coded-error.js";
+import { canDecodeDidKey } from "../verifier/crypto/ed25519.js";
+import { dumpCompact } from "../verifier/json/dump.js";
+import { isObject, type JsonValue, member } from "../verifier/json/value.js";
 import {
   buildRevocationDocument,
   MAX_REVOCATION_DOCUMENT_BYTES,
   parseRevocationDocument,
   validateRevocationDocument,
-} from "../../../verifier/revocations/document.js";
-import { mergeStatements } from "../../../verifier/revocations/statements.js";
-import type { CpuPool } from "../../cpu-pool.js";
-import { checkRevocationDocumentTask } from "./contract.js";
+} from "../verifier/revocations/document.js";
+import { mergeStatements } from "../verifier/revocations/statements.js";
 
 const COLLECTION: CollectionName = "revocations";
 
@@ -63,22 +65,6 @@ export function revocationDocumentProblems(bytes: Uint8Array, issuer: string): s
 /** Validation on the calling thread: for the CLI, or where no pool is at hand. */
 export const checkRevocationDocumentHere: RevocationDocumentCheck = async (bytes, issuer) =>
   revocationDocumentProblems(bytes, issuer).length === 0;
-
-/** The task the `revocations` task module runs: validate a stored document on a worker. */
-export interface RevocationDocumentTask {
-  /** The stored bytes, copied into a buffer of their own and moved to the worker. */
-  bytes: ArrayBuffer;
-  issuer: string;
-}
-
-/** Validation on the CPU pool (`worker.ts`), keeping Ed25519 off the main thread. */
-export function revocationDocumentCheckOn(pool: CpuPool): RevocationDocumentCheck {
-  return (bytes, issuer) => {
-    const copy = new Uint8Array(bytes).buffer;
-    const task: RevocationDocumentTask = { bytes: copy, issuer };
-    return pool.run(checkRevocationDocumentTask, task, [copy]);
-  };
-}
 
 /**
  * Remembered validations, least recently used first. Both outcomes are kept: each is a fact
@@ -138,8 +124,8 @@ export async function lookupRevocationDocument(
 
 /**
  * The stored revocation document of `issuer`, only if it can be vouched for. `check`
- * validates bytes not seen before; pass `revocationDocumentCheckOn(app.cpuPool)` on the
- * main thread of the server so Ed25519 runs on a worker.
+ * validates bytes not seen before; the server passes `revocationDocumentCheckOn(app.cpuPool)`
+ * (endpoints/revocations/tasks.ts) on the main thread of the server so Ed25519 runs on a worker.
  */
 export async function readRevocationDocument(
   store: DocumentStore,

@@ -4,15 +4,23 @@
  * what made every error multiply), to 2,000 or up to the page's 8 MiB limit, and a signed task
  * of unique receipts.
  */
-import { agentTaskBundle } from "../../bench/fixtures.js";
-import { corpusValue } from "./corpus.js";
+import { readFileSync } from "node:fs";
+import { parseJson } from "../../src/verifier/json/parse.js";
+import { agentTaskBundle } from "../fixtures.js";
+
+/**
+ * The corpus's full happy bundle, from ../shared/corpus beside the checkout (where
+ * test/support/corpus.ts reads it too; bench/ may not import test/). Parsed by the verifier's
+ * parser, as tests read corpus values, so the repeats are the same bytes either way.
+ */
+const HAPPY_FULL = new URL("../../../shared/corpus/vectors/02_happy_full.json", import.meta.url);
 
 /** The bundle limit the page and the CLI share (`bundle_too_large` above it). */
 export const BUNDLE_LIMIT_BYTES = 8 * 1024 * 1024;
 
 /** `vectors/02_happy_full.json` with its 6 receipts repeated, in order, to `count`. */
 export function repeatedReceiptsBundle(count: number): Uint8Array {
-  const bundle = JSON.parse(JSON.stringify(corpusValue("vectors/02_happy_full.json"), plain)) as {
+  const bundle = JSON.parse(JSON.stringify(parseJson(readFileSync(HAPPY_FULL)), plain)) as {
     receipts: unknown[];
   };
   const receipts = bundle.receipts;

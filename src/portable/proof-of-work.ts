@@ -3,7 +3,10 @@
  * client and checked by the server with the same code.
  *
  * This module runs in the browser as well as on the server: it imports nothing (no `node:`
- * module, no package) and takes the SHA-256 function as an argument. The server passes
+ * module, no package) and takes the SHA-256 function as an argument. That is why it lives in
+ * `src/portable/`, the one folder both `src/web` (which may import only the verifier, its own
+ * files and this folder) and the server's `src/access/evaluation` may import; the import
+ * rules (`.dependency-cruiser.cjs`) keep the folder free of imports. The server passes
  * OpenSSL's (`node-sha256.ts`); a page passes `sha256` of `@noble/hashes/sha2`, which its
  * bundler inlines.
  *

@@ -15,8 +15,14 @@ import {
   sweepTemporaryFiles,
   syncDirectory,
   TEMPORARY_SUFFIX,
-} from "../src/storage/atomic-file.js";
-import type { JsonData } from "./job-queue.js";
+} from "./atomic-file.js";
+
+/**
+ * Data that survives `JSON.stringify` and `JSON.parse` unchanged: what a job carries. Defined here, below the queues, because the journal is
+ * storage that src/payments (settlement intents) uses as well as queues/, and a payments
+ * module importing queues/ made a folder circle (queues/settlements.ts imports src/payments).
+ */
+export type JsonData = null | boolean | number | string | JsonData[] | { [key: string]: JsonData };
 
 const ENTRY_SUFFIX = ".json";
 /** Job ids that are safe as file names everywhere (settlement ids: `settlement-<hex>`). */
