@@ -48,6 +48,7 @@ import { loadOrCreateInternalToken } from "./internal-token.js";
 import { registerAccessControl } from "./plugins/access.js";
 import { registerCors } from "./plugins/cors.js";
 import { handleFrameworkError, registerErrorHandling } from "./plugins/errors.js";
+import { registerIdempotency } from "./plugins/idempotency.js";
 import { bufferedStdout, logAborts, loggingOptions } from "./plugins/logging.js";
 import { registerRequestMetrics } from "./plugins/metrics.js";
 import { generateRequestId, registerRequestIdHeader } from "./plugins/request-id.js";
@@ -231,6 +232,8 @@ export async function buildApp(
   registerRawBodyParser(app);
   await registerCors(app, config.cors);
   registerAccessControl(app, access);
+  // After access control: it reads the principal, and its onSend runs after settlement's.
+  registerIdempotency(app, backends.idempotency);
   registerBodyAdmission(app, new MemoryBudget(config.http.memoryBudgetBytes));
   registerSchemaValidation(app);
 

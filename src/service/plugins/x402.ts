@@ -104,7 +104,15 @@ export type ChallengeCode = ErrorCodeWithStatus<402>;
 
 export type PaymentCheck =
   | { ok: true; pending: PendingPayment }
-  | { ok: false; refusal: AccessRefusal };
+  | {
+      ok: false;
+      refusal: AccessRefusal;
+      /**
+       * The payer of a valid authorization already spent (`nonce_already_used`): a retry may
+       * be owed its first answer (plugins/idempotency.ts).
+       */
+      spentBy?: string;
+    };
 
 /** Which offers a route sells: per call, or a lease and a day pass. */
 export type Sale = "call" | "pass";
@@ -228,7 +236,11 @@ export class X402Gate {
         "unavailable",
       );
     }
-    if (!reserved) return refuse(this.challenge(route, sale, "nonce_already_used"), "replayed");
+    if (!reserved) {
+      this.#options.onOutcome?.("replayed");
+      const refusal = this.challenge(route, sale, "nonce_already_used");
+      return { ok: false, refusal, spentBy: verified.payer };
+    }
     const facilitator = this.#options.facilitator;
     if (facilitator === null) {
       await this.#release(nonce);

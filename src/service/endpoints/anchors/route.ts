@@ -127,7 +127,7 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
 
   app.post(
     "/anchors",
-    { schema: postAnchorSchema, config: { access: "keyed" } },
+    { schema: postAnchorSchema, config: { access: "keyed", idempotent: true } },
     async (request, reply) => {
       const body = transferableBody(request.body);
       const prepared = await app.cpuPool.run(prepareAnchorTask, { body }, [body], {

@@ -241,7 +241,7 @@ export async function crystalRoutes(app: FastifyInstance) {
     {
       schema: postCrystalSchema,
       bodyLimit: limits.maxCrystalBodyBytes,
-      config: { access: "leased", uploadsPerKey: true },
+      config: { access: "leased", uploadsPerKey: true, idempotent: true },
     },
     async (request, reply) => {
       const body = transferableBody(request.body);

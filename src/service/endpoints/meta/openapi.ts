@@ -16,6 +16,7 @@ import { VERIFIER_VERSION } from "../../../verifier/version.js";
 import { ERROR_STATUS, type ErrorCode } from "../../errors.js";
 import type { RouteAccess } from "../../plugins/access.js";
 import { codesByStatus, describeCodes, errorResponseSchema } from "../../schemas/errors.js";
+import { idempotencyKeyParameter, rateLimitFieldHeaders } from "../../schemas/headers.js";
 
 type Tag =
   | "verification"
@@ -203,6 +204,8 @@ type SecurityRequirement = Partial<Record<SchemeName, never[]>>;
 interface RouteFacts {
   access: RouteAccess | undefined;
   hasBody: boolean;
+  /** Takes an `Idempotency-Key` (plugins/idempotency.ts). */
+  idempotent: boolean;
 }
 
 /** Who may call an operation: any one of the alternatives (`{}`: no credential at all). */
@@ -241,6 +244,9 @@ function derivedCodes(path: string, facts: RouteFacts, payments: boolean): Error
       ...(access === "anonymous" ? [] : (["conflicting_credentials"] as const)),
       "daily_cap_reached",
     );
+  }
+  if (facts.idempotent) {
+    codes.push("invalid_idempotency_key", "idempotency_key_in_flight", "idempotency_key_reused");
   }
   if (access === "keyed" || access === "leased" || access === "mixed") {
     codes.push("missing_key", "invalid_key", "key_expired");
@@ -321,6 +327,7 @@ const RESPONSE_HEADERS: Record<number, Record<string, object>> = {
       description: "seconds until the daily cap resets",
       schema: { type: "integer" },
     },
+    ...rateLimitFieldHeaders,
   },
 };
 
@@ -403,6 +410,7 @@ export const openApiCollector = fastifyPlugin(async (app: FastifyInstance) => {
       routes.set(`${method} ${documentPath(route.url)}`, {
         access: route.config?.access,
         hasBody: route.schema?.body !== undefined,
+        idempotent: route.config?.idempotent !== undefined,
       });
     }
   });
@@ -452,6 +460,9 @@ function completeDocument(
       }
       used.add(name.tag);
       const { description, responses, ...rest } = operation;
+      if (facts.idempotent) {
+        rest.parameters = [...((rest.parameters as unknown[]) ?? []), idempotencyKeyParameter];
+      }
       methods[method] = {
         operationId: name.operationId,
         summary: name.summary,

@@ -88,7 +88,7 @@ export async function verifyRoutes(app: FastifyInstance) {
           400: refusalsSchema(app.serviceConfig.limits.maxResultBytes),
         },
       },
-      config: { access: "keyed" },
+      config: { access: "keyed", idempotent: "paid" },
     },
     async (request, reply) => {
       const requireAnchor = queryFlag(request.query.require_anchor);
