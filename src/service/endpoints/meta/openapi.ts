@@ -246,7 +246,12 @@ function derivedCodes(path: string, facts: RouteFacts, payments: boolean): Error
     );
   }
   if (facts.idempotent) {
-    codes.push("invalid_idempotency_key", "idempotency_key_in_flight", "idempotency_key_reused");
+    codes.push(
+      "invalid_idempotency_key",
+      "idempotency_key_in_flight",
+      "idempotency_key_reused",
+      "idempotency_store_unavailable",
+    );
   }
   if (access === "keyed" || access === "leased" || access === "mixed") {
     codes.push("missing_key", "invalid_key", "key_expired");
