@@ -7,7 +7,9 @@
  *    "route":"/verify","status":200,"bytes":512,"latency_ms":3}
  *
  * A refusal charged for the work it reports (`task_hash_unbound`, `result_too_large`: issue
- * 22) ends with `"charged":true`, the one member a line may lack; billing reads it.
+ * 22) ends with `"charged":true`, and an answer given again for an `Idempotency-Key` (issue
+ * 28), never charged whatever its status, with `"replayed":true`: the members a line may
+ * lack; billing reads them.
  *
  * A line holds the principal (key id, `x402:<payer>` or `anonymous`), the route *template*
  * and numbers, never a body, query string, bundle field, header or address of the client.
@@ -45,6 +47,8 @@ export interface AuditEvent {
   latencyMs: number;
   /** A refusal charged like a result (it reports work done). */
   chargedRefusal?: boolean;
+  /** An answer given again to a retry with the same `Idempotency-Key`: never charged. */
+  replayed?: boolean;
   /** When the response finished; default: the log's clock. */
   timeMs?: number;
 }
@@ -60,6 +64,8 @@ export interface AuditLine {
   latencyMs: number;
   /** `"charged":true`: a refusal charged like a result. */
   chargedRefusal: boolean;
+  /** `"replayed":true`: an `Idempotency-Key` replay, never charged. */
+  replayed: boolean;
 }
 
 /** `AUDIT_DIR`, else `<dataDir>/audit` (the server and the billing CLI agree on it). */
@@ -95,6 +101,7 @@ export function formatAuditLine(event: AuditEvent, timeMs: number): string {
     bytes: wholeNumber(event.bytes),
     latency_ms: wholeNumber(event.latencyMs),
     ...(event.chargedRefusal === true ? { charged: true } : {}),
+    ...(event.replayed === true ? { replayed: true } : {}),
   };
   return `${JSON.stringify(line)}\n`;
 }
@@ -110,6 +117,7 @@ export function parseAuditLine(text: string): AuditLine | null {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
   const line = value as Record<string, unknown>;
   const { time, principal, method, route, status, bytes, latency_ms: latencyMs, charged } = line;
+  const { replayed } = line;
   if (
     typeof time !== "string" ||
     typeof principal !== "string" ||
@@ -119,7 +127,8 @@ export function parseAuditLine(text: string): AuditLine | null {
     !Number.isInteger(status) ||
     !Number.isInteger(bytes) ||
     !Number.isInteger(latencyMs) ||
-    (charged !== undefined && charged !== true)
+    (charged !== undefined && charged !== true) ||
+    (replayed !== undefined && replayed !== true)
   ) {
     return null;
   }
@@ -132,6 +141,7 @@ export function parseAuditLine(text: string): AuditLine | null {
     bytes: bytes as number,
     latencyMs: latencyMs as number,
     chargedRefusal: charged === true,
+    replayed: replayed === true,
   };
 }
 

@@ -59,8 +59,12 @@ export interface EvaluationUsage {
   unbilled: number;
 }
 
-/** A result, or a refusal charged for the work it reports (`"charged":true`, issue 22). */
+/**
+ * A result, or a refusal charged for the work it reports (`"charged":true`, issue 22); never
+ * an `Idempotency-Key` replay (`"replayed":true`, issue 28), whose first answer was billed.
+ */
 function isBilled(line: AuditLine): boolean {
+  if (line.replayed) return false;
   return isChargedStatus(line.status) || line.chargedRefusal;
 }
 

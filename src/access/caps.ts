@@ -5,7 +5,7 @@
  * Routes see only this interface and the response helpers below.
  */
 
-/** The outcome of one request against its bucket; the three headers are derived from it. */
+/** The outcome of one request against its bucket; the rate-limit headers are derived from it. */
 export interface CapDecision {
   /** True when the request is within the cap (and was counted). */
   allowed: boolean;
@@ -99,6 +99,8 @@ export interface SharedCapDecision {
   decision: CapDecision;
   /** Index in `charges` of the bucket that refused, or null when every one allowed. */
   refusedBy: number | null;
+  /** Index in `charges` of the bucket whose decision is shown (`decision`). */
+  shownBy: number;
 }
 
 /**
@@ -118,6 +120,7 @@ export async function consumeAll(
   if (charges.length === 0) throw new RangeError("a request is counted against some bucket");
   const counted: string[] = [];
   let shown: CapDecision | null = null;
+  let shownBy = 0;
   for (const [index, { bucket, limit }] of charges.entries()) {
     let decision: CapDecision;
     try {
@@ -128,12 +131,15 @@ export async function consumeAll(
     }
     if (!decision.allowed) {
       await refundAll(store, counted, nowMs);
-      return { decision, refusedBy: index };
+      return { decision, refusedBy: index, shownBy: index };
     }
     counted.push(bucket);
-    if (shown === null || decision.remaining < shown.remaining) shown = decision;
+    if (shown === null || decision.remaining < shown.remaining) {
+      shown = decision;
+      shownBy = index;
+    }
   }
-  return { decision: shown as CapDecision, refusedBy: null };
+  return { decision: shown as CapDecision, refusedBy: null, shownBy };
 }
 
 /**
@@ -154,12 +160,32 @@ export async function refundAll(
   }
 }
 
-/** The headers every response that passed authentication carries. */
-export function rateLimitHeaders(decision: CapDecision): Record<string, string> {
+/** Every cap is a fixed window of one UTC day: the `w` of `RateLimit-Policy`. */
+export const CAP_WINDOW_SECONDS = DAY_MS / 1000;
+
+/**
+ * The policy id of the IETF fields (docs/access-decisions.md, "RateLimit fields"): the kind of
+ * the bucket shown, never the bucket itself (which names a key id or a payer's address).
+ */
+export type RateLimitPolicy = "key" | "evaluation" | "x402" | "anonymous" | "anonymous-address";
+
+/**
+ * The headers every response that passed authentication carries: the seed's `X-RateLimit-*`
+ * trio (service.md §9) and the same figures as draft-ietf-httpapi-ratelimit-headers-11's
+ * structured fields, `RateLimit-Policy` (quota `q` per window `w`) and `RateLimit`
+ * (remaining `r`, seconds to reset `t`). The id is an sf-string; the policy ids need no
+ * escaping.
+ */
+export function rateLimitHeaders(
+  decision: CapDecision,
+  policy: RateLimitPolicy,
+): Record<string, string> {
   return {
     "X-RateLimit-Limit": String(decision.limit),
     "X-RateLimit-Remaining": String(decision.remaining),
     "X-RateLimit-Reset": String(decision.resetSeconds),
+    "RateLimit-Policy": `"${policy}";q=${decision.limit};w=${CAP_WINDOW_SECONDS}`,
+    RateLimit: `"${policy}";r=${decision.remaining};t=${decision.resetSeconds}`,
   };
 }
 
@@ -172,12 +198,15 @@ export interface CapReachedResponse {
   body: { error: "daily_cap_reached"; hint: string };
 }
 
-/** The refusal of a request over its daily cap, with the three headers and `Retry-After`. */
-export function capReachedResponse(decision: CapDecision): CapReachedResponse {
+/** The refusal of a request over its daily cap, with the rate-limit headers and `Retry-After`. */
+export function capReachedResponse(
+  decision: CapDecision,
+  policy: RateLimitPolicy,
+): CapReachedResponse {
   return {
     statusCode: 429,
     headers: {
-      ...rateLimitHeaders(decision),
+      ...rateLimitHeaders(decision, policy),
       "Retry-After": String(CAP_RETRY_AFTER_SECONDS),
     },
     body: {

@@ -28,6 +28,7 @@ import {
   type ChallengeLedger,
   MemoryChallengeLedger,
 } from "../access/evaluation/challenge-ledger.js";
+import { type IdempotencyStore, MemoryIdempotencyStore } from "../access/idempotency-store.js";
 import { type CapJournalLog, MemoryCapStore } from "../access/memory-cap-store.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
@@ -56,6 +57,8 @@ export interface Backends {
   nonces: NonceLedger;
   /** Spent proof-of-work challenges of evaluation keys (replays are refused). */
   challenges: ChallengeLedger;
+  /** `Idempotency-Key` entries of keyed and paid writes (plugins/idempotency.ts). */
+  idempotency: IdempotencyStore;
   /** The shared Redis connection in distributed mode (queues open their own), else null. */
   redis: RedisConnection | null;
   /**
@@ -102,6 +105,9 @@ export async function openBackends(
         join(config.dataDir, "state", "challenges.log"),
         clock,
       ),
+      // Not journaled: a restart forgets the keys, as it forgets the in-memory nonce ledger
+      // (docs/access-decisions.md, "Idempotency-Key").
+      idempotency: new MemoryIdempotencyStore(clock),
     });
   }
   const [
@@ -111,6 +117,7 @@ export async function openBackends(
     { RedisDigestCache },
     { RedisNonceLedger },
     { RedisChallengeLedger },
+    { RedisIdempotencyStore },
   ] = await Promise.all([
     import("../redis/connection.js"),
     import("../redis/fallback-cap-store.js"),
@@ -118,6 +125,7 @@ export async function openBackends(
     import("../redis/redis-digest-cache.js"),
     import("../redis/redis-nonce-ledger.js"),
     import("../redis/redis-challenge-ledger.js"),
+    import("../redis/redis-idempotency-store.js"),
   ]);
   const redis = openRedis({ url: config.redisUrl, prefix: config.redisPrefix, log, outages });
   return backendsOf(config, documentStore, {
@@ -129,21 +137,24 @@ export async function openBackends(
     nonces: new RedisNonceLedger(redis),
     // No fallback either: a replayed challenge cannot be told while Redis is away (503).
     challenges: new RedisChallengeLedger(redis, clock),
+    // No fallback: a retry cannot be told from a first request while Redis is away (503).
+    idempotency: new RedisIdempotencyStore(redis),
   });
 }
 
 function backendsOf(
   config: ServiceConfig,
   documentStore: DocumentStore,
-  parts: Pick<Backends, "redis" | "digestCache" | "caps" | "nonces" | "challenges">,
+  parts: Pick<Backends, "redis" | "digestCache" | "caps" | "nonces" | "challenges" | "idempotency">,
 ): Backends {
-  const { redis, digestCache, caps, nonces, challenges } = parts;
+  const { redis, digestCache, caps, nonces, challenges, idempotency } = parts;
   return {
     documentStore,
     digestCache,
     caps,
     nonces,
     challenges,
+    idempotency,
     redis,
     async health() {
       const report: BackendsHealth = {};
@@ -158,6 +169,7 @@ function backendsOf(
       await caps.close();
       await nonces.close();
       await challenges.close();
+      await idempotency.close();
       await documentStore.close();
       await redis?.close();
     },

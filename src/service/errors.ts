@@ -78,6 +78,8 @@ export const ERROR_STATUS = {
   invalid_challenge: 400,
   challenge_expired: 400,
   insufficient_proof_of_work: 400,
+  // Idempotency-Key (plugins/idempotency.ts).
+  invalid_idempotency_key: 400,
   // 401/402/403: who may call.
   missing_key: 401,
   invalid_key: 401,
@@ -110,6 +112,7 @@ export const ERROR_STATUS = {
   request_timeout: 408,
   crystal_conflict: 409,
   challenge_already_used: 409,
+  idempotency_key_in_flight: 409,
   body_too_large: 413,
   ciphertext_too_large: 413,
   unsupported_media_type: 415,
@@ -117,6 +120,7 @@ export const ERROR_STATUS = {
   bundle_not_canonicalizable: 422,
   task_hash_unbound: 422,
   parent_not_found: 422,
+  idempotency_key_reused: 422,
   daily_cap_reached: 429,
   evaluation_limit_reached: 429,
   evaluation_keys_exhausted: 429,
@@ -147,6 +151,7 @@ export const ERROR_STATUS = {
   challenge_ledger_unavailable: 503,
   payments_unavailable: 503,
   corpus_not_deployed: 503,
+  idempotency_store_unavailable: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -26,6 +26,7 @@ export const PLATFORM = {
   rawBody: "receiptd-raw-body",
   cors: "receiptd-cors",
   access: "receiptd-access",
+  idempotency: "receiptd-idempotency",
   bodyAdmission: "receiptd-body-admission",
   schemas: "receiptd-schemas",
   openApiCollector: "receiptd-openapi-collector",

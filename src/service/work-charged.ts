@@ -8,14 +8,29 @@ import type { FastifyReply } from "fastify";
 import { isChargedStatus } from "../access/caps.js";
 
 const workDone = new WeakSet<FastifyReply>();
+const replayed = new WeakSet<FastifyReply>();
 
 /** `reply` carries a refusal after real work: charge it like a result. */
 export function chargeWorkDone(reply: FastifyReply): void {
   workDone.add(reply);
 }
 
+/**
+ * `reply` gives a retry the answer its `Idempotency-Key` got the first time
+ * (plugins/idempotency.ts): that answer was charged once, so this one is not, whatever its
+ * status.
+ */
+export function markReplayed(reply: FastifyReply): void {
+  replayed.add(reply);
+}
+
+export function isReplayedAnswer(reply: FastifyReply): boolean {
+  return replayed.has(reply);
+}
+
 /** Whether the answer `reply` carries is charged: to its cap, to its payer, on the bill. */
 export function isChargedAnswer(reply: FastifyReply): boolean {
+  if (replayed.has(reply)) return false;
   return isChargedStatus(reply.statusCode) || workDone.has(reply);
 }
 

@@ -76,6 +76,7 @@ describe("audit lines", () => {
       bytes: 512,
       latencyMs: 3,
       chargedRefusal: false,
+      replayed: false,
     });
     assert.equal(parseAuditLine(text.slice(0, 40)), null);
     assert.equal(parseAuditLine("[]"), null);
@@ -89,6 +90,15 @@ describe("audit lines", () => {
     assert.equal(parseAuditLine(text)?.chargedRefusal, true);
     assert.equal(parseAuditLine(text.replace("true}", "1}")), null);
     assert.doesNotMatch(formatAuditLine(event({ status: 400 }), 0), /charged/);
+  });
+
+  test('an Idempotency-Key replay ends with "replayed":true and is never billed (issue 28)', () => {
+    const replayed = event({ status: 201, replayed: true });
+    const text = formatAuditLine(replayed, 0).trimEnd();
+    assert.match(text, /"latency_ms":3,"replayed":true\}$/);
+    assert.equal(parseAuditLine(text)?.replayed, true);
+    assert.equal(parseAuditLine(text.replace("true}", "1}")), null);
+    assert.doesNotMatch(formatAuditLine(event({ status: 201 }), 0), /replayed/);
   });
 
   test("AUDIT_DIR, else DATA_DIR/audit", () => {

@@ -202,6 +202,7 @@ export function capStoreContract(name: string, open: () => Promise<CapStoreFixtu
       assert.deepEqual(first, {
         decision: { allowed: true, limit: 2, remaining: 1, resetSeconds: 36_000 },
         refusedBy: null,
+        shownBy: 0,
       });
       assert.equal((await consumeAll(store, charges("a"), now)).refusedBy, null);
       for (let i = 0; i < 3; i += 1) {
@@ -219,6 +220,8 @@ export function capStoreContract(name: string, open: () => Promise<CapStoreFixtu
       assert.deepEqual(second, {
         decision: { allowed: true, limit: 3, remaining: 0, resetSeconds: 36_000 },
         refusedBy: null,
+        // The pool, with fewer left than the share, is the one shown.
+        shownBy: 1,
       });
       // The pool is the backstop: a third client is refused by it, and its share is given back.
       const third = await consumeAll(store, charges("c"), now);

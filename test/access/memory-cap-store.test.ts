@@ -59,26 +59,33 @@ describe("cap buckets and responses", () => {
     assert.throws(() => x402Principal("0x1234"), RangeError);
   });
 
-  test("the three headers of an allowed request", () => {
+  test("the rate-limit headers of an allowed request: the trio and the IETF fields", () => {
     assert.deepEqual(
-      rateLimitHeaders({ allowed: true, limit: 1000, remaining: 998, resetSeconds: 3600 }),
+      rateLimitHeaders({ allowed: true, limit: 1000, remaining: 998, resetSeconds: 3600 }, "key"),
       {
         "X-RateLimit-Limit": "1000",
         "X-RateLimit-Remaining": "998",
         "X-RateLimit-Reset": "3600",
+        "RateLimit-Policy": '"key";q=1000;w=86400',
+        RateLimit: '"key";r=998;t=3600',
       },
     );
   });
 
   test("the 429 of a request over its cap", () => {
     assert.deepEqual(
-      capReachedResponse({ allowed: false, limit: 2000, remaining: 0, resetSeconds: 42 }),
+      capReachedResponse(
+        { allowed: false, limit: 2000, remaining: 0, resetSeconds: 42 },
+        "anonymous",
+      ),
       {
         statusCode: 429,
         headers: {
           "X-RateLimit-Limit": "2000",
           "X-RateLimit-Remaining": "0",
           "X-RateLimit-Reset": "42",
+          "RateLimit-Policy": '"anonymous";q=2000;w=86400',
+          RateLimit: '"anonymous";r=0;t=42',
           "Retry-After": "86400",
         },
         body: {

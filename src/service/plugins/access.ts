@@ -19,9 +19,11 @@ import { dailyCapOf, type KeyStore, presentedKey } from "../../access/api-keys.j
 import type { AuditLog } from "../../access/audit.js";
 import {
   type CapCharge,
+  type CapDecision,
   type CapStore,
   capReachedResponse,
   consumeAll,
+  type RateLimitPolicy,
   rateLimitHeaders,
 } from "../../access/caps.js";
 import { addressCounter } from "../../access/evaluation/client-address.js";
@@ -45,8 +47,9 @@ import type { ServiceLimits } from "../config.js";
 import { sendAnswer } from "../errors.js";
 import { guardAnswerStatus, headerCount } from "../http/connections.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
-import { isChargedAnswer, isChargedRefusal } from "../work-charged.js";
+import { isChargedAnswer, isChargedRefusal, isReplayedAnswer } from "../work-charged.js";
 import { CORS_PREFLIGHT_ROUTE } from "./cors.js";
+import { mayReplayPayment } from "./idempotency.js";
 import {
   type AccessRefusal,
   accessRefusal,
@@ -112,7 +115,19 @@ declare module "fastify" {
      * The places this request holds in daily caps (its principal's, and for an anonymous call
      * its address's share first) until its answer is known, else null.
      */
-    capCharge: { buckets: string[]; nowMs: number } | null;
+    capCharge: {
+      buckets: string[];
+      nowMs: number;
+      /** What the rate-limit headers show, so a refund can correct them. */
+      shown: CapDecision;
+      policy: RateLimitPolicy;
+    } | null;
+    /**
+     * A spent payment's refusal (`nonce_already_used`) left to the idempotency plugin, which
+     * answers it unless the payer's earlier answer under the request's `Idempotency-Key` is
+     * kept. Sent before the handler whatever happens (never served unpaid).
+     */
+    deferredRefusal: AccessRefusal | null;
   }
 }
 
@@ -161,6 +176,12 @@ export const ANONYMOUS_ADDRESS_BUCKET_PREFIX = "anonymous-address:";
 export function anonymousShareBucket(clientAddress: string | undefined, key: Uint8Array): string {
   const counter = clientAddress === undefined ? null : addressCounter(clientAddress, key);
   return `${ANONYMOUS_ADDRESS_BUCKET_PREFIX}${counter ?? "unknown"}`;
+}
+
+/** The rate-limit policy id of a cap-store bucket: its kind, never its key or address. */
+function policyOf(bucket: string): RateLimitPolicy {
+  if (bucket.startsWith(ANONYMOUS_ADDRESS_BUCKET_PREFIX)) return "anonymous-address";
+  return capBucketOf(bucket as Principal);
 }
 
 function missingKey(): AccessRefusal {
@@ -247,6 +268,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
   app.decorateRequest("principal", ANONYMOUS);
   app.decorateRequest("credential", null);
   app.decorateRequest("capCharge", null);
+  app.decorateRequest("deferredRefusal", null);
   app.addHook("onRoute", (route) => {
     // Fastify adds HEAD twins of GET routes; they share the GET route's config.
     if (route.method === "HEAD") return;
@@ -286,14 +308,20 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     charges: CapCharge[],
   ) {
     const nowMs = services.clock();
-    const { decision, refusedBy } = await consumeAll(services.caps, charges, nowMs);
+    const { decision, refusedBy, shownBy } = await consumeAll(services.caps, charges, nowMs);
+    const policy = policyOf(charges[shownBy]?.bucket ?? principal);
     if (refusedBy !== null) {
       request.server.metrics.capRefusals.inc({ bucket: capBucketOf(principal) });
-      const { body, headers } = capReachedResponse(decision);
+      const { body, headers } = capReachedResponse(decision, policy);
       return accessRefusal(body.error, { hint: body.hint }, headers);
     }
-    request.capCharge = { buckets: charges.map((each) => each.bucket), nowMs };
-    reply.headers(rateLimitHeaders(decision));
+    request.capCharge = {
+      buckets: charges.map((each) => each.bucket),
+      nowMs,
+      shown: decision,
+      policy,
+    };
+    reply.headers(rateLimitHeaders(decision, policy));
     return null;
   }
 
@@ -313,11 +341,9 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
       }
     }
     if (!refunded) return;
-    const remaining = Number(reply.getHeader("x-ratelimit-remaining"));
-    const limit = Number(reply.getHeader("x-ratelimit-limit"));
-    if (Number.isSafeInteger(remaining) && Number.isSafeInteger(limit)) {
-      reply.header("x-ratelimit-remaining", String(Math.min(limit, remaining + 1)));
-    }
+    const { shown, policy } = held;
+    const remaining = Math.min(shown.limit, shown.remaining + 1);
+    reply.headers(rateLimitHeaders({ ...shown, remaining }, policy));
   }
 
   app.addHook("onRequest", async (request, reply) => {
@@ -398,7 +424,14 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
         request.principal = x402Principal(payer);
         return charge(request, reply, request.principal, limits.x402PayerDailyCap);
       });
-      if (!check.ok) return send(reply, check.refusal);
+      if (!check.ok) {
+        if (check.spentBy !== undefined && mayReplayPayment(request)) {
+          request.principal = x402Principal(check.spentBy);
+          request.deferredRefusal = check.refusal;
+          return;
+        }
+        return send(reply, check.refusal);
+      }
       request.credential = {
         kind: "payment",
         pending: check.pending,
@@ -424,8 +457,13 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     if (credential === null || credential.kind !== "payment" || gate === null) return payload;
     // Settle once: a refusal sent below passes through onSend again.
     request.credential = { kind: "none" };
-    // A refusal is settled only when it reports work done (a 2xx always is).
-    if (!credential.used || (reply.statusCode >= 400 && !isChargedAnswer(reply))) {
+    // A refusal is settled only when it reports work done (a 2xx always is); an answer given
+    // again for an Idempotency-Key never is (its first delivery was paid).
+    if (
+      !credential.used ||
+      isReplayedAnswer(reply) ||
+      (reply.statusCode >= 400 && !isChargedAnswer(reply))
+    ) {
       await gate.abandon(credential.pending);
       return payload;
     }
@@ -435,6 +473,15 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     reply.code(refusal.statusCode).headers(refusal.headers).type("application/json; charset=utf-8");
     return refusal.json;
   }
+
+  // The idempotency plugin answers a deferred refusal in preValidation; were it not
+  // registered, or a route not to take keys, the refusal still goes out before the handler.
+  app.addHook("preHandler", async (request, reply) => {
+    const deferred = request.deferredRefusal;
+    if (deferred === null) return;
+    request.deferredRefusal = null;
+    return send(reply, deferred);
+  });
 
   app.addHook("onSend", async (request, reply, payload) => {
     const sent = await settlePayment(request, reply, payload);
@@ -466,6 +513,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
       bytes: Number(reply.getHeader("content-length") ?? 0),
       latencyMs: reply.elapsedTime,
       chargedRefusal: isChargedRefusal(reply),
+      replayed: isReplayedAnswer(reply),
     });
   });
 }

@@ -47,6 +47,8 @@ export const CORS_EXPOSED_HEADERS = [
   "x-ratelimit-limit",
   "x-ratelimit-remaining",
   "x-ratelimit-reset",
+  "ratelimit-policy",
+  "ratelimit",
   "retry-after",
   PAYMENT_HEADERS.required,
   PAYMENT_HEADERS.response,

@@ -14,6 +14,7 @@ import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 import { accessControl } from "./access.js";
 import { corsPlugin } from "./cors.js";
 import { errorHandling } from "./errors.js";
+import { idempotency } from "./idempotency.js";
 import { abortLogging } from "./logging.js";
 import { requestMetrics } from "./metrics.js";
 import { requestIdHeader } from "./request-id.js";
@@ -65,6 +66,7 @@ export const platform = fastifyPlugin<PlatformOptions>(
     app.register(rawBodyParser);
     app.register(corsPlugin);
     app.register(accessControl);
+    app.register(idempotency);
     app.register(bodyAdmission);
     app.register(schemaValidation);
   },

@@ -104,7 +104,17 @@ export type ChallengeCode = ErrorCodeWithStatus<402>;
 
 export type PaymentCheck =
   | { ok: true; pending: PendingPayment }
-  | { ok: false; refusal: AccessRefusal };
+  | {
+      ok: false;
+      refusal: AccessRefusal;
+      /**
+       * The payer (its signature recovered) of an authorization refused as spent, by the
+       * nonce ledger (`nonce_already_used`) or by the facilitator (declined, e.g. its
+       * `invalid_transaction_state` once a reservation has expired): a retry may be owed its
+       * first answer (plugins/idempotency.ts).
+       */
+      spentBy?: string;
+    };
 
 /** Which offers a route sells: per call, or a lease and a day pass. */
 export type Sale = "call" | "pass";
@@ -181,9 +191,13 @@ export class X402Gate {
     sale: Sale,
     chargePayer: (payer: string) => Promise<AccessRefusal | null>,
   ): Promise<PaymentCheck> {
-    const refuse = (refusal: AccessRefusal, outcome: PaymentOutcome = "invalid"): PaymentCheck => {
+    const refuse = (
+      refusal: AccessRefusal,
+      outcome: PaymentOutcome = "invalid",
+      spentBy?: string,
+    ): PaymentCheck => {
       this.#options.onOutcome?.(outcome);
-      return { ok: false, refusal };
+      return spentBy === undefined ? { ok: false, refusal } : { ok: false, refusal, spentBy };
     };
     const requirements = this.#requirementsFor(route, sale);
     let checked: CheckedPayment<PaymentOption>;
@@ -228,7 +242,10 @@ export class X402Gate {
         "unavailable",
       );
     }
-    if (!reserved) return refuse(this.challenge(route, sale, "nonce_already_used"), "replayed");
+    if (!reserved) {
+      const spent = this.challenge(route, sale, "nonce_already_used");
+      return refuse(spent, "replayed", verified.payer);
+    }
     const facilitator = this.#options.facilitator;
     if (facilitator === null) {
       await this.#release(nonce);
@@ -239,7 +256,7 @@ export class X402Gate {
       // Nothing was settled, so the authorization may still be used.
       await this.#release(nonce);
       if (outcome.status === "declined") {
-        return refuse(this.#declined(route, sale, outcome.reason), "declined");
+        return refuse(this.#declined(route, sale, outcome.reason), "declined", verified.payer);
       }
       return refuse(accessRefusal(outcome.code), "failed");
     }

@@ -36,6 +36,7 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
   const quotaBytes = app.serviceConfig.limits.anchorPrincipalQuotaBytes;
 
   route(app, storeAnchorOperation, {
+    config: { idempotent: true },
     handler: async (request, reply) => {
       const body = transferableBody(request.body);
       const prepared = await app.cpuPool.run(prepareAnchorTask, { body }, [body], {

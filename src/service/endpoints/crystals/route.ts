@@ -78,7 +78,7 @@ export async function crystalRoutes(app: FastifyInstance) {
 
   route(app, storeCrystalOperation, {
     bodyLimit: limits.maxCrystalBodyBytes,
-    config: { uploadsPerKey: true },
+    config: { uploadsPerKey: true, idempotent: true },
     handler: async (request, reply) => {
       const body = transferableBody(request.body);
       const task: CrystalPostTask = {

@@ -17,6 +17,7 @@ import { ERROR_STATUS, type ErrorCode } from "../../errors.js";
 import { FASTIFY_VERSION, PLATFORM } from "../../platform-names.js";
 import { isUncountedRoute, type RouteAccess } from "../../plugins/access.js";
 import { codesByStatus, describeCodes, errorResponseSchema } from "../../schemas/errors.js";
+import { idempotencyKeyParameter, rateLimitFieldHeaders } from "../../schemas/headers.js";
 import { type OperationName, route, type Tag } from "../operation.js";
 import { openApiOperation } from "./contract.js";
 
@@ -86,6 +87,8 @@ interface RouteFacts {
   /** The refusals the route's contract says it answers itself. */
   refusals: readonly ErrorCode[];
   hasBody: boolean;
+  /** Takes an `Idempotency-Key` (plugins/idempotency.ts). */
+  idempotent: boolean;
 }
 
 /** Who may call an operation: any one of the alternatives (`{}`: no credential at all). */
@@ -122,6 +125,14 @@ function derivedCodes(facts: RouteFacts, payments: boolean): ErrorCode[] {
     codes.push(
       ...(access === "anonymous" ? [] : (["conflicting_credentials"] as const)),
       "daily_cap_reached",
+    );
+  }
+  if (facts.idempotent) {
+    codes.push(
+      "invalid_idempotency_key",
+      "idempotency_key_in_flight",
+      "idempotency_key_reused",
+      "idempotency_store_unavailable",
     );
   }
   if (access === "keyed" || access === "leased" || access === "mixed") {
@@ -203,6 +214,7 @@ const RESPONSE_HEADERS: Record<number, Record<string, object>> = {
       description: "seconds until the daily cap resets",
       schema: { type: "integer" },
     },
+    ...rateLimitFieldHeaders,
   },
 };
 
@@ -288,6 +300,7 @@ async function collectOpenApi(app: FastifyInstance) {
         operation: route.config?.operation,
         refusals: route.config?.refusals ?? [],
         hasBody: route.schema?.body !== undefined,
+        idempotent: route.config?.idempotent !== undefined,
       });
     }
   });
@@ -348,6 +361,9 @@ function completeDocument(
       }
       used.add(name.tag);
       const { description, responses, ...rest } = operation;
+      if (facts.idempotent) {
+        rest.parameters = [...((rest.parameters as unknown[]) ?? []), idempotencyKeyParameter];
+      }
       methods[method] = {
         operationId: name.operationId,
         summary: name.summary,

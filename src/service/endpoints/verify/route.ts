@@ -26,6 +26,8 @@ export function queryFlag(value: unknown): boolean {
 
 export async function verifyRoutes(app: FastifyInstance) {
   route<{ Querystring: VerifyQuery }>(app, verifyOperation, {
+    // A paid retry with the same Idempotency-Key gets the first answer, settled once.
+    config: { idempotent: "paid" },
     handler: async (request, reply) => {
       const answer = await app.bundleVerifications.verify(
         rawBody(request.body),
