@@ -13,6 +13,13 @@
  * `result_too_large` and `data.limit`, as `POST /verify` refuses it).
  */
 
+import {
+  type IssuedNotarization,
+  issueNotarization,
+  NotarizationError,
+  notarizationAnswer,
+  parseNotarizationRequest,
+} from "../../../notarization/index.js";
 import { ResultBudget, ResultBudgetExceeded } from "../../../verifier/bundle/budget.js";
 import type { Ed25519Signer } from "../../../verifier/crypto/ed25519.js";
 import { dumpCompact } from "../../../verifier/json/dump.js";
@@ -80,10 +87,23 @@ export interface BundleVerificationLookup {
   receipt: boolean;
 }
 
+/**
+ * `notarize` after the worker signed the statement: storing it is I/O, done on the main
+ * thread, which then answers with `result` (or a tool error when the store cannot be reached).
+ */
+export interface NotarizationStorage {
+  /** The request id as JSON text, for the response. */
+  id: string;
+  issued: IssuedNotarization;
+  /** The tool result of a stored statement, as JSON text. */
+  result: string;
+}
+
 export type McpReplyPart =
   | { json: string }
   | { revocations: RevocationsLookup }
-  | { verification: BundleVerificationLookup };
+  | { verification: BundleVerificationLookup }
+  | { notarization: NotarizationStorage };
 
 export type McpAnswer =
   /** A `tools/call` without keyed access: the caller answers with the access decision. */
@@ -267,7 +287,30 @@ function callTool(
     }
     case "get_revocations":
       return { revocations: { id: idJson(id), issuer: args.get("issuer") as string } };
+    case "notarize":
+      return notarize(id, args, context);
   }
+}
+
+/**
+ * Validates and signs on the worker, with the service key; the library judges the arguments,
+ * so a refusal is a tool error carrying `POST /notarize`'s code, `detail` and `fields`.
+ */
+function notarize(id: RequestId, args: JsonObject, context: McpRequestContext): McpReplyPart {
+  let issued: IssuedNotarization;
+  try {
+    issued = issueNotarization(parseNotarizationRequest(args), context.signer());
+  } catch (error) {
+    if (!(error instanceof NotarizationError)) throw error;
+    const refusal = {
+      error: error.code,
+      detail: error.detail,
+      ...(error.fields === undefined ? {} : { fields: error.fields }),
+    };
+    return { json: resultResponse(idJson(id), toolResult(dumpCompact(refusal), true)) };
+  }
+  const answer = dumpCompact(notarizationAnswer(issued, SERVICE_NAME));
+  return { notarization: { id: idJson(id), issued, result: toolResult(answer, false) } };
 }
 
 /**

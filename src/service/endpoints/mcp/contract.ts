@@ -43,7 +43,7 @@ const mcpPostSchema = {
   description:
     "MCP over Streamable HTTP, stateless, one JSON response per request. `initialize`, `ping`, " +
     "`tools/list` and notifications are open; `tools/call` (tools `verify_bundle`, " +
-    "`verify_anchor`, `get_revocations`) needs an API key. Batches only with protocol 2025-03-26.",
+    "`verify_anchor`, `get_revocations`, `notarize`) needs an API key. Batches only with protocol 2025-03-26.",
   headers: {
     type: "object",
     properties: {

@@ -45,5 +45,6 @@ export const SERVER_CAPABILITIES = { tools: { listChanged: false } } as const;
 export const SERVER_INSTRUCTIONS =
   "Verifies Continuity Receipt bundles (signed, hash-chained records of AI-agent tasks, " +
   "spec 0.1–0.6) with the same verdicts as POST /verify, checks OpenTimestamps anchor proofs " +
-  "against supplied block headers, and serves issuers' revocation documents. Discovery is " +
+  "against supplied block headers, serves issuers' revocation documents, and notarizes " +
+  "caller-supplied context digests as POST /notarize does. Discovery is " +
   "open; tools/call needs an API key (Authorization: Bearer or X-SVC-Key).";

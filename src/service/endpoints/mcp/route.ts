@@ -3,7 +3,8 @@
  * stateless with JSON responses; `GET`/`DELETE /mcp` → 405 (no server-to-client stream, no
  * sessions); and the server card. Headers are checked here; the body goes, unparsed, to a
  * worker (`worker.ts`) that answers every message, except that reading a stored revocation
- * document — I/O — comes back to this thread.
+ * document, the digest cache of `verify_bundle` and storing a notarization — I/O — come back
+ * to this thread.
  */
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -29,6 +30,7 @@ import {
   preflightMcpServerCardSep2127Operation,
 } from "./contract.js";
 import { answerGetRevocations } from "./get-revocations.js";
+import { answerNotarize } from "./notarize.js";
 import { serverCard } from "./server-card.js";
 import { acceptsJson, allowedOrigins, isAllowedOrigin, isJsonContentType } from "./transport.js";
 import { answerCachedVerifyBundle, type VerifiedPart } from "./verify-bundle.js";
@@ -106,6 +108,9 @@ export async function mcpRoutes(app: FastifyInstance) {
         maxResultBytes,
         options,
       );
+    }
+    if ("notarization" in part) {
+      return { json: await answerNotarize(app.documentStore, part.notarization) };
     }
     return {
       json: await answerGetRevocations(

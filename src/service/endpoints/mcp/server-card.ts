@@ -17,7 +17,7 @@ export const MCP_PATH = "/mcp";
 
 /** SEP-2127 bounds `description` to 100 characters. */
 const DESCRIPTION =
-  "Verifies Continuity Receipt bundles, OpenTimestamps anchor proofs and revocation documents";
+  "Verifies Continuity Receipt bundles, anchor proofs and revocations; notarizes context digests";
 
 const KEY_FORMAT = "svc_ followed by 48 hex digits";
 

@@ -6,10 +6,11 @@ import { Ajv, type ErrorObject } from "ajv";
 import { type JsonObject, toPlain } from "../../../verifier/json/value.js";
 import { anchorResultSchema } from "../../schemas/anchor.js";
 import { errorResponseSchema } from "../../schemas/errors.js";
+import { notarizationAnswerSchema, notarizationRequestSchema } from "../../schemas/notarization.js";
 import { revocationDocumentSchema } from "../../schemas/revocation-document.js";
 import { verdictPayloadSchema } from "../../schemas/verdict.js";
 
-export type ToolName = "verify_bundle" | "verify_anchor" | "get_revocations";
+export type ToolName = "verify_bundle" | "verify_anchor" | "get_revocations" | "notarize";
 
 export interface ToolDefinition {
   name: ToolName;
@@ -17,6 +18,7 @@ export interface ToolDefinition {
   description: string;
   inputSchema: {
     type: "object";
+    description?: string;
     properties: Record<string, object>;
     required: readonly string[];
     additionalProperties: false;
@@ -70,6 +72,7 @@ export const TOOL_BEHAVIOURS: Readonly<Record<ToolName, ToolBehaviour>> = {
   verify_bundle: "reads",
   verify_anchor: "reads",
   get_revocations: "reads",
+  notarize: "writes",
 };
 
 function withAnnotations(tool: Omit<ToolDefinition, "annotations">): ToolDefinition {
@@ -88,7 +91,8 @@ function bodyOrError(description: string, body: object): ToolDefinition["outputS
 }
 
 /*
- * Argument schemas check types only. Finer rules (digest and header forms, issuer form) are
+ * Argument schemas check types only (`-32602` when they fail), except `notarize`'s (see
+ * `LIBRARY_JUDGED`). Finer rules (digest and header forms, issuer form) are
  * the endpoints' own, so a tool answers exactly what its HTTP endpoint answers.
  */
 const TOOL_SPECS: readonly Omit<ToolDefinition, "annotations">[] = [
@@ -173,6 +177,22 @@ const TOOL_SPECS: readonly Omit<ToolDefinition, "annotations">[] = [
       revocationDocumentSchema,
     ),
   },
+  {
+    name: "notarize",
+    title: "Notarize context digests",
+    description:
+      "Signs a wm.context-notarization statement (version 1) over the digests and bounded " +
+      "claims given, exactly as POST /notarize does, and stores it under its digest: " +
+      "{notarized: true, digest, receipt: <the signed statement>, service, lookup_url}. " +
+      "The service never sees the context behind the digests. Each call stores a new " +
+      "statement. A refused request is a tool error with POST /notarize's code; " +
+      "store_unavailable means retry.",
+    inputSchema: notarizationRequestSchema,
+    outputSchema: bodyOrError(
+      "POST /notarize's 200 body, or its error body (`fields` lists unsupported members)",
+      notarizationAnswerSchema,
+    ),
+  },
 ];
 
 export const TOOLS: readonly ToolDefinition[] = TOOL_SPECS.map(withAnnotations);
@@ -203,8 +223,18 @@ export function paramsValidator(schema: object, subject: string): ParamsValidato
   };
 }
 
+/**
+ * Tools whose arguments only their library judges: the declared schema describes the request
+ * (for clients), and every refusal, unknown members and wrong types included, is the library's
+ * tool error with the code POST /notarize answers, never a `-32602` that HTTP does not have.
+ */
+const LIBRARY_JUDGED: ReadonlySet<ToolName> = new Set<ToolName>(["notarize"]);
+
 const argumentValidators = new Map(
-  TOOLS.map((tool) => [tool.name, paramsValidator(tool.inputSchema, "arguments")]),
+  TOOLS.map((tool) => [
+    tool.name,
+    LIBRARY_JUDGED.has(tool.name) ? () => null : paramsValidator(tool.inputSchema, "arguments"),
+  ]),
 );
 
 /** The first way `args` fails `tool`'s input schema; null when they conform. */

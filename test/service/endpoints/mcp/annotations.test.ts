@@ -52,6 +52,11 @@ const EXAMPLE_CALLS: Record<ToolName, string> = {
     headers: { 358391: HELLO_HEADER },
   }),
   get_revocations: JSON.stringify({ issuer: ISSUER.did }),
+  notarize: JSON.stringify({
+    context_digest: `sha256:${"0f".repeat(32)}`,
+    action: "annotations test",
+    metadata: { round: 1 },
+  }),
 };
 
 const WRITES = ["create", "replace", "delete"] as const;
@@ -130,6 +135,17 @@ describe("tool annotations come from each tool's behaviour", () => {
       assert.equal(annotations?.readOnlyHint, true, name);
       assert.equal(annotations?.idempotentHint, true, name);
     }
+  });
+
+  test("notarize writes: not read-only, not idempotent, not destructive, closed world", () => {
+    assert.equal(TOOL_BEHAVIOURS.notarize, "writes");
+    assert.deepEqual(TOOLS.find((tool) => tool.name === "notarize")?.annotations, {
+      title: "Notarize context digests",
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: false,
+      openWorldHint: false,
+    });
   });
 });
 

@@ -15,6 +15,7 @@ import { Ajv, type ValidateFunction } from "ajv";
 import { findTool, TOOLS, type ToolName } from "../../../../src/service/endpoints/mcp/tools.js";
 import { anchorResultSchema } from "../../../../src/service/schemas/anchor.js";
 import { errorResponseSchema } from "../../../../src/service/schemas/errors.js";
+import { notarizationAnswerSchema } from "../../../../src/service/schemas/notarization.js";
 import { revocationDocumentSchema } from "../../../../src/service/schemas/revocation-document.js";
 import { verdictPayloadSchema } from "../../../../src/service/schemas/verdict.js";
 import { generateSigner } from "../../../../src/verifier/crypto/ed25519.js";
@@ -93,6 +94,25 @@ const ANCHOR_CALLS: [string, Record<string, unknown>, boolean][] = [
   ],
 ];
 
+/** notarize arguments: a full request, and refusals of the library (tool errors). */
+const NOTARIZE_CALLS: [string, Record<string, unknown>, boolean][] = [
+  [
+    "every member",
+    {
+      context_digest: `sha256:${"ab".repeat(32)}`,
+      prompt_hash: "CD".repeat(32),
+      action: "summarize",
+      model: "m-1",
+      agent_id: "agent-7",
+      metadata: { run: 3, ok: true, note: null, tag: "x" },
+    },
+    false,
+  ],
+  ["no digest", { action: "summarize" }, true],
+  ["unsupported fields", { context_digest: "ab".repeat(32), extra: 1, more: 2 }, true],
+  ["a float in metadata", { prompt_hash: "ab".repeat(32), metadata: { f: 1.5 } }, true],
+];
+
 function corpusBundles(): { file: string; requireAnchor: boolean }[] {
   return BUNDLE_MANIFESTS.flatMap((manifest) =>
     corpusManifest<BundleManifest>(manifest).vectors.map((vector) => ({
@@ -139,7 +159,7 @@ describe("MCP output schemas", () => {
     });
     const listed = response.json<{ result: { tools: { name: string; outputSchema: object }[] } }>()
       .result.tools;
-    assert.equal(listed.length, 3);
+    assert.equal(listed.length, 4);
     for (const tool of listed) {
       assert.equal((tool.outputSchema as { type?: string }).type, "object", tool.name);
       assert.deepEqual(
@@ -155,6 +175,9 @@ describe("MCP output schemas", () => {
     const revocationBranches = findTool("get_revocations")!.outputSchema.anyOf as object[];
     assert.equal(revocationBranches[0], revocationDocumentSchema);
     assert.equal(revocationBranches[1], errorResponseSchema);
+    const notarizeBranches = findTool("notarize")!.outputSchema.anyOf as object[];
+    assert.equal(notarizeBranches[0], notarizationAnswerSchema);
+    assert.equal(notarizeBranches[1], errorResponseSchema);
   });
 
   test("the endpoints' documented 200 responses are those schemas", async () => {
@@ -229,6 +252,18 @@ describe("MCP output schemas", () => {
     }
   });
 
+  test("notarize: a statement and the library's refusals conform", async () => {
+    for (const [name, args, isError] of NOTARIZE_CALLS) {
+      const result = await callTool("notarize", JSON.stringify(args));
+      assert.equal(result.isError, isError, name);
+      assert.equal(conforms("notarize", result.structuredContent), null, name);
+    }
+    const answer = (await callTool("notarize", JSON.stringify(NOTARIZE_CALLS[0]![1])))
+      .structuredContent;
+    assert.notEqual(conforms("notarize", { ...answer, notarized: false }), null);
+    assert.notEqual(conforms("notarize", { ...answer, digest: "sha256:ABC" }), null);
+  });
+
   test("the schemas are not vacuous: payloads off their shape are refused", async () => {
     const bundle = corpusBytes("vectors/01_happy_minimal.json");
     const verdict = (await callTool("verify_bundle", `{"bundle":${bundle}}`)).structuredContent;
@@ -296,9 +331,14 @@ describe("the official MCP SDK client validates structured content against the o
           ["verify_bundle", "object"],
           ["verify_anchor", "object"],
           ["get_revocations", "object"],
+          ["notarize", "object"],
         ],
       );
 
+      for (const [name, args, isError] of NOTARIZE_CALLS) {
+        const result = await client.callTool({ name: "notarize", arguments: args });
+        assert.equal(result.isError, isError, name);
+      }
       for (const { file, requireAnchor } of corpusBundles().slice(0, 12)) {
         const bundle = JSON.parse(corpusBytes(file).toString("utf8"));
         const result = await client.callTool({

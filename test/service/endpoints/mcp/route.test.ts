@@ -209,7 +209,7 @@ describe("POST /mcp", () => {
       assert.equal(response.body, `{"jsonrpc":"2.0","id":${id},"result":{}}`);
     });
 
-    test("tools/list names the three tools with object input schemas", async () => {
+    test("tools/list names the four tools with object input schemas", async () => {
       const body = await rpc(request("tools/list"));
       const tools = body.result?.tools as {
         name: string;
@@ -222,6 +222,8 @@ describe("POST /mcp", () => {
           ["verify_bundle", "object", ["bundle"]],
           ["verify_anchor", "object", ["proof", "digest"]],
           ["get_revocations", "object", ["issuer"]],
+          // One of two digests is required: the library says so (missing_required_digest).
+          ["notarize", "object", []],
         ],
       );
       for (const tool of tools) assert.ok(tool.description.length > 20);
@@ -787,6 +789,7 @@ describe("the server card", () => {
           ["verify_bundle", "object"],
           ["verify_anchor", "object"],
           ["get_revocations", "object"],
+          ["notarize", "object"],
         ],
       );
       const authentication = card.authentication as { type: string; methods: string[] }[];
@@ -902,7 +905,7 @@ describe("the official MCP SDK client over HTTP", () => {
       const { tools } = await client.listTools();
       assert.deepEqual(
         tools.map((tool) => tool.name),
-        ["verify_bundle", "verify_anchor", "get_revocations"],
+        ["verify_bundle", "verify_anchor", "get_revocations", "notarize"],
       );
       // Spelled out, not read from the tools table: what an agent deciding whether a call is
       // safe gets, after the SDK's own parsing of the list.
@@ -921,6 +924,16 @@ describe("the official MCP SDK client over HTTP", () => {
           [
             "Get an issuer's revocation document",
             { title: "Get an issuer's revocation document", ...readOnly, openWorldHint: false },
+          ],
+          [
+            "Notarize context digests",
+            {
+              title: "Notarize context digests",
+              readOnlyHint: false,
+              destructiveHint: false,
+              idempotentHint: false,
+              openWorldHint: false,
+            },
           ],
         ],
       );
