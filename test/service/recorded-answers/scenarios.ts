@@ -610,11 +610,10 @@ async function notarize({ call, key }: Main): Promise<void> {
       metadata: { run: 7, ok: true, note: null },
     }),
   );
-  await post(
-    "an Idempotency-Key retry → the first answer",
-    JSON.stringify({ context_digest: digest }),
-    { ...key, "idempotency-key": "recorded-notarize-0001" },
-  );
+  const keyed = { ...key, "idempotency-key": "recorded-notarize-0001" };
+  const once = JSON.stringify({ context_digest: digest });
+  await post("with an Idempotency-Key → 200, the key echoed", once, keyed);
+  await post("its retry → the first answer, not charged again", once, keyed);
   await post(
     "unknown members → 400 unsupported_fields with the list",
     JSON.stringify({ context_digest: digest, zeta: 1, alpha: 2 }),
@@ -663,7 +662,9 @@ async function notarize({ call, key }: Main): Promise<void> {
   await get("If-None-Match its ETag → 304", lookup, { "if-none-match": stored.headers.etag ?? "" });
   await get("nothing stored → 404 notarization_not_found", `/notarize/${"0".repeat(64)}`);
   await get("a bad digest → 400 invalid_digest", "/notarize/sha256:xyz");
+  await call({ name: "HEAD /notarize/{digest}", method: "HEAD", url: lookup });
   await call({ name: "GET /notarize", method: "GET", url: "/notarize" });
+  await call({ name: "HEAD /notarize", method: "HEAD", url: "/notarize" });
 }
 
 async function revocations({ call }: Main): Promise<void> {
