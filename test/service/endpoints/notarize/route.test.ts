@@ -213,6 +213,23 @@ for (const mode of MODES) {
       }
     });
 
+    test("/info lists the endpoints, the notarization store and the body limit", async () => {
+      const response = await service.app.inject({ method: "GET", url: "/info" });
+      assert.equal(response.statusCode, 200, response.body);
+      const info = response.json<{
+        endpoints: Record<string, string>;
+        notarization: { spec: string };
+        limits: { max_notarize_body_bytes: number };
+        privacy: { persistent_data: Record<string, string> };
+      }>();
+      for (const name of ["POST /notarize", "GET /notarize/{digest}", "GET /notarize"]) {
+        assert.ok(info.endpoints[name], `${name} is listed`);
+      }
+      assert.equal(info.notarization.spec, "wm.context-notarization/1.0");
+      assert.equal(info.limits.max_notarize_body_bytes, 32 * 1024);
+      assert.match(info.privacy.persistent_data.notarizations ?? "", /wm.context-notarization/);
+    });
+
     test("GET /notarize describes the spec, the key, the fields and their limits", async () => {
       const response = await service.app.inject({ method: "GET", url: "/notarize" });
       assert.equal(response.statusCode, 200, response.body);
