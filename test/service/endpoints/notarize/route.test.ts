@@ -13,6 +13,7 @@ import { main as notarizationCli } from "../../../../src/cli/notarization.js";
 import type { ConfigOverrides } from "../../../../src/service/config.js";
 import { rotateServiceKey } from "../../../../src/service/key-rotation.js";
 import { FsDocumentStore } from "../../../../src/storage/fs-document-store.js";
+import { testSettings } from "../../../payments/support.js";
 import { randomPrefix, SHARED_REDIS_URL } from "../../../redis/support.js";
 import { DATABASE_URL, dropSchema, privateSchema } from "../../../support/pg.js";
 import { startTestService, type TestService } from "../../support/service.js";
@@ -255,6 +256,41 @@ for (const mode of MODES) {
     });
   });
 }
+
+describe("POST /notarize with x402 on", () => {
+  test("a call without a key is offered a payment, like POST /anchors", async () => {
+    const service = await startTestService(
+      {
+        payments: {
+          settings: testSettings(),
+          facilitatorUrl: null,
+          publicBaseUrl: "https://receiptd.example",
+        },
+      },
+      { anonymous: true },
+    );
+    try {
+      const response = await service.app.inject({
+        method: "POST",
+        url: "/notarize",
+        headers: { "content-type": "application/json" },
+        payload: JSON.stringify({ context_digest: HEX }),
+      });
+      assert.equal(response.statusCode, 402, response.body);
+      assert.equal(response.json<{ error: string }>().error, "payment_required");
+      assert.ok(response.headers["payment-required"], "the x402 v2 challenge is sent");
+      const anchors = await service.app.inject({
+        method: "POST",
+        url: "/anchors",
+        headers: { "content-type": "application/json" },
+        payload: "{}",
+      });
+      assert.equal(anchors.statusCode, 402);
+    } finally {
+      await service.close();
+    }
+  });
+});
 
 describe("notarizations and key rotation", () => {
   test("a statement POSTed before rotate-key still verifies with the CLI after it", async () => {
