@@ -12,6 +12,7 @@ import { after, before, describe, test } from "node:test";
 import { main as notarizationCli } from "../../../../src/cli/notarization.js";
 import type { ConfigOverrides } from "../../../../src/service/config.js";
 import { rotateServiceKey } from "../../../../src/service/key-rotation.js";
+import { DocumentStoreUnavailableError } from "../../../../src/storage/document-store.js";
 import { FsDocumentStore } from "../../../../src/storage/fs-document-store.js";
 import { testSettings } from "../../../payments/support.js";
 import { randomPrefix, SHARED_REDIS_URL } from "../../../redis/support.js";
@@ -211,6 +212,26 @@ for (const mode of MODES) {
         assert.equal(missing.statusCode, 404);
       } finally {
         await anonymous.close();
+      }
+    });
+
+    test("a store that cannot be reached is 503 store_unavailable with Retry-After", async () => {
+      const store = service.app.documentStore;
+      const { create, get: read } = store;
+      const down = async (): Promise<never> => {
+        throw new DocumentStoreUnavailableError("the test took the store down");
+      };
+      store.create = down;
+      store.get = down;
+      try {
+        for (const response of [await post({ context_digest: HEX }), await get(HEX)]) {
+          assert.equal(response.statusCode, 503, response.body);
+          assert.equal(response.json<{ error: string }>().error, "store_unavailable");
+          assert.equal(response.headers["retry-after"], "1");
+        }
+      } finally {
+        store.create = create;
+        store.get = read;
       }
     });
 
