@@ -80,6 +80,16 @@ export const ERROR_STATUS = {
   insufficient_proof_of_work: 400,
   // Idempotency-Key (plugins/idempotency.ts).
   invalid_idempotency_key: 400,
+  // Context notarization requests (src/notarization/request.ts; `invalid_digest` above).
+  unsupported_fields: 400,
+  missing_required_digest: 400,
+  invalid_context_digest: 400,
+  invalid_prompt_hash: 400,
+  invalid_field: 400,
+  invalid_metadata: 400,
+  invalid_metadata_key: 400,
+  invalid_metadata_value: 400,
+  invalid_canonical_statement: 400,
   // 401/402/403: who may call.
   missing_key: 401,
   invalid_key: 401,
@@ -106,6 +116,7 @@ export const ERROR_STATUS = {
   anchor_not_found: 404,
   receipt_not_found: 404,
   crystal_not_found: 404,
+  notarization_not_found: 404,
   evaluation_keys_disabled: 404,
   method_not_allowed: 405,
   not_acceptable: 406,

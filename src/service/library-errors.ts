@@ -20,6 +20,7 @@ import type { SubmissionErrorCode } from "../conformance/grade.js";
 import type { CrystalOpenErrorCode } from "../crystals/client.js";
 import type { LineageSummaryErrorCode } from "../crystals/lineage.js";
 import type { ValidatorKeyErrorCode } from "../erc8004/validator-key.js";
+import type { NotarizationErrorCode } from "../notarization/errors.js";
 import {
   PAYMENT_ERROR_REASONS,
   type PaymentConfigErrorCode,
@@ -82,6 +83,7 @@ export type LibraryErrorCode =
   | CrystalOpenErrorCode
   | DocumentStoreUnavailableErrorCode
   | LineageSummaryErrorCode
+  | NotarizationErrorCode
   | PassTokenErrorCode
   | PaymentConfigErrorCode
   | PaymentErrorCode
@@ -148,6 +150,18 @@ export const LIBRARY_ERROR_CODES = {
   bad_submission: "bad_submission",
   missing_section: "missing_section",
   submission_not_canonical: "submission_not_canonical",
+  // A notarization request or lookup (src/notarization): the library's codes are public codes.
+  unsupported_fields: "unsupported_fields",
+  missing_required_digest: "missing_required_digest",
+  invalid_context_digest: "invalid_context_digest",
+  invalid_prompt_hash: "invalid_prompt_hash",
+  invalid_field: "invalid_field",
+  invalid_metadata: "invalid_metadata",
+  invalid_metadata_key: "invalid_metadata_key",
+  invalid_metadata_value: "invalid_metadata_value",
+  invalid_canonical_statement: "invalid_canonical_statement",
+  invalid_digest: "invalid_digest",
+  notarization_not_found: "notarization_not_found",
   // What the service depends on cannot answer now.
   store_unavailable: "store_unavailable",
   challenge_ledger_unavailable: "challenge_ledger_unavailable",

@@ -14,6 +14,7 @@ import { mcpRoutes } from "./mcp/route.js";
 import { healthRoutes } from "./meta/health.js";
 import { infoRoutes } from "./meta/info.js";
 import { openApiRoutes } from "./meta/openapi.js";
+import { notarizeRoutes } from "./notarize/route.js";
 import { pageRoutes } from "./page/route.js";
 import { revocationRoutes } from "./revocations/route.js";
 import { receiptRoutes } from "./settlements/receipts-route.js";
@@ -31,6 +32,7 @@ export const ENDPOINTS: readonly ((app: FastifyInstance) => Promise<void>)[] = [
   verifyRoutes,
   verifyAnchorRoutes,
   anchorRoutes,
+  notarizeRoutes,
   verifyReceiptRoutes,
   conformanceRoutes,
   paymentReceiptRoutes,

@@ -33,6 +33,7 @@ import type { TaskDefinition } from "../tasks/define-task.js";
 export type Tag =
   | "verification"
   | "anchors"
+  | "notarization"
   | "revocations"
   | "payments"
   | "erc8004"

@@ -166,6 +166,8 @@ async function mainService(r: Recorder): Promise<void> {
       await conformance(ctx);
       await mcp(ctx);
       await overSocket(ctx);
+      // Last, so that the caps it counts down change no earlier answer.
+      await notarize(ctx);
     },
   );
 }
@@ -585,6 +587,84 @@ async function anchors({ call, key }: Main): Promise<void> {
   await get("nothing stored → 404 anchor_not_found", `/anchors/sha256:${"0".repeat(64)}`);
   await get("a bad digest → 400 invalid_digest", "/anchors/sha256:xyz");
   await get("a sha512: digest → 400 invalid_digest", `/anchors/sha512:${"0".repeat(64)}`);
+}
+
+async function notarize({ call, key }: Main): Promise<void> {
+  const post = (name: string, body: string, headers: Record<string, string> = key) =>
+    call({
+      name: `POST /notarize: ${name}`,
+      method: "POST",
+      url: "/notarize",
+      headers: { ...JSON_TYPE, ...headers },
+      body,
+    });
+  const digest = fixedBytes("notarized context").toString("hex");
+  const signed = await post(
+    "digests, claims and metadata → 200",
+    JSON.stringify({
+      context_digest: `SHA256:${digest.toUpperCase()}`,
+      prompt_hash: digest,
+      action: "summarize",
+      model: "recorded-model",
+      agent_id: "agent-1",
+      metadata: { run: 7, ok: true, note: null },
+    }),
+  );
+  const keyed = { ...key, "idempotency-key": "recorded-notarize-0001" };
+  const once = JSON.stringify({ context_digest: digest });
+  await post("with an Idempotency-Key → 200, the key echoed", once, keyed);
+  await post("its retry → the first answer, not charged again", once, keyed);
+  await post(
+    "unknown members → 400 unsupported_fields with the list",
+    JSON.stringify({ context_digest: digest, zeta: 1, alpha: 2 }),
+  );
+  await post("no digest → 400 missing_required_digest", JSON.stringify({ action: "x" }));
+  await post(
+    "a bad context_digest → 400 invalid_context_digest",
+    JSON.stringify({ context_digest: "sha256:12" }),
+  );
+  await post(
+    "a bad prompt_hash → 400 invalid_prompt_hash",
+    JSON.stringify({ prompt_hash: `sha1:${digest}` }),
+  );
+  await post(
+    "an action of 121 characters → 400 invalid_field",
+    JSON.stringify({ context_digest: digest, action: "a".repeat(121) }),
+  );
+  await post(
+    "metadata not an object → 400 invalid_metadata",
+    JSON.stringify({ context_digest: digest, metadata: [] }),
+  );
+  await post(
+    "a non-ASCII metadata key → 400 invalid_metadata_key",
+    JSON.stringify({ context_digest: digest, metadata: { "k\u00e9": 1 } }),
+  );
+  await post(
+    "a float metadata value → 400 invalid_metadata_value",
+    `{"context_digest": "${digest}", "metadata": {"k": 1.0}}`,
+  );
+  await post(
+    "a lone surrogate → 400 invalid_canonical_statement",
+    `{"context_digest": "${digest}", "action": "\\ud800"}`,
+  );
+  await post("truncated JSON → 400 invalid_json", "{");
+  await post("no credential → 401 missing_key", JSON.stringify({ context_digest: digest }), {});
+
+  const get = (name: string, url: string, headers?: Record<string, string>) =>
+    call({
+      name: `GET /notarize/{digest}: ${name}`,
+      method: "GET",
+      url,
+      ...(headers ? { headers } : {}),
+    });
+  const lookup = (JSON.parse(signed.text) as { lookup_url: string }).lookup_url;
+  const stored = await get("the stored document", lookup);
+  await get("If-None-Match its ETag → 304", lookup, { "if-none-match": stored.headers.etag ?? "" });
+  await get("nothing stored → 404 notarization_not_found", `/notarize/${"0".repeat(64)}`);
+  await get("a bad digest → 400 invalid_digest", "/notarize/sha256:xyz");
+  await call({ name: "HEAD /notarize/{digest}", method: "HEAD", url: lookup });
+  await call({ name: "GET /notarize", method: "GET", url: "/notarize" });
+  await call({ name: "HEAD /notarize", method: "HEAD", url: "/notarize" });
 }
 
 async function revocations({ call }: Main): Promise<void> {

@@ -125,10 +125,19 @@ const infoSchema = {
           },
         },
         crystals: crystalsInfoSchema,
+        notarization: {
+          type: "object",
+          description: "POST /notarize, GET /notarize/{digest}: what GET /notarize answers",
+          additionalProperties: true,
+        },
         limits: {
           type: "object",
           properties: {
             max_body_bytes: { type: "integer" },
+            max_notarize_body_bytes: {
+              type: "integer",
+              description: "the body POST /notarize takes; above it 413 body_too_large",
+            },
             max_anonymous_body_bytes: {
               type: "integer",
               description:

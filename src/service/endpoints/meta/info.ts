@@ -21,6 +21,8 @@ import { VERIFIER_VERSION } from "../../../verifier/version.js";
 import { SERVICE_NAME } from "../../service-name.js";
 import { crystalsInfo } from "../crystals/route.js";
 import { evaluationTerms } from "../evaluation-keys/answer.js";
+import { NOTARIZE_BODY_LIMIT_BYTES } from "../notarize/contract.js";
+import { notarizationInfo } from "../notarize/route.js";
 import { route } from "../operation.js";
 import { infoOperation } from "./contract.js";
 
@@ -128,8 +130,10 @@ export async function infoRoutes(app: FastifyInstance) {
         },
         limits.crystalTtlDays,
       ),
+      notarization: notarizationInfo(issuer),
       limits: {
         max_body_bytes: limits.maxBodyBytes,
+        max_notarize_body_bytes: NOTARIZE_BODY_LIMIT_BYTES,
         max_anonymous_body_bytes: limits.maxAnonymousBodyBytes,
         max_crystal_uploads_per_key: limits.maxCrystalUploadsPerKey,
         anchor_quota_bytes_per_key: limits.anchorPrincipalQuotaBytes,
@@ -151,7 +155,19 @@ export async function infoRoutes(app: FastifyInstance) {
       payments: paymentsInfo(app.serviceConfig.payments.settings),
       evaluation_keys: await evaluationTerms(app.accessServices.evaluation),
       privacy: {
-        request_bodies: "never logged or stored, except documents you ask to host (anchors)",
+        request_bodies:
+          "never logged or stored, except documents you ask to host (anchors) and the " +
+          "statements POST /notarize signs",
+        // The document store's collections (files in embedded mode, PostgreSQL when
+        // distributed), so a reader knows what a deployment keeps.
+        persistent_data: {
+          anchors: "hosted OpenTimestamps proofs and each principal's proof bytes",
+          notarizations: "signed wm.context-notarization statements, under their digest",
+          revocations: "issuers' revocation documents",
+          settlements: "x402 settlement receipts",
+          crystals: "sealed crystals (ciphertext only) and their tenants' usage",
+          keys: "API keys (hashes) and their usage",
+        },
         logs: "request id, method, route template, status, latency; no query strings or IPs",
         digest_cache: "opt-in per request; without ?cache=1 nothing about a request is kept",
         client_addresses:

@@ -24,6 +24,7 @@ import { openApiOperation } from "./contract.js";
 const TAGS: Record<Tag, string> = {
   verification: "Verify Continuity Receipt bundles and verification receipts",
   anchors: "OpenTimestamps anchor proofs: verify, host, read",
+  notarization: "Signed wm.context-notarization statements over caller-supplied digests",
   revocations: "Issuers' self-signed revocation documents",
   payments: "x402 settlement receipts",
   erc8004: "ERC-8004 validation attestations",

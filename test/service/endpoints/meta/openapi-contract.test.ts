@@ -58,6 +58,7 @@ const KEYED = [
   "POST /verify-receipt",
   "POST /verify-anchor",
   "POST /anchors",
+  "POST /notarize",
   "POST /conformance",
 ];
 const LEASED = ["POST /erc8004/validate", "POST /crystals"];
