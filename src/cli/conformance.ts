@@ -39,7 +39,7 @@ import {
 } from "../verifier/json/value.js";
 import { VERIFIER_VERSION } from "../verifier/version.js";
 import { type CliIo, processIo } from "./entry.js";
-import { CliUsageError, type ParsedLine, parseCommand } from "./parse-command.js";
+import { CliUsageError, type ParsedLine, parseCommand, refuseArguments } from "./parse-command.js";
 
 export const USAGE = `usage: receiptd conformance run [--cli PATH] [--receipt-cli PATH] [--corpus DIR]
                                 [--referee URL] [--key KEY] [--name N] [--impl-version V]
@@ -141,7 +141,7 @@ const OPTIONS = {
 function readOptions({ values, positionals }: ParsedLine<typeof OPTIONS, true>, env: Env): Options {
   const [action, ...extra] = positionals;
   if (action !== "run") throw new CliUsageError("the only command is run");
-  if (extra.length > 0) throw new CliUsageError(`unexpected argument '${extra[0]}'`);
+  refuseArguments(extra);
   const corpusDir = values.corpus ?? env.CORPUS_DIR;
   if (corpusDir === undefined || corpusDir === "") {
     throw new CliUsageError("no corpus: pass --corpus DIR or set CORPUS_DIR");

@@ -24,7 +24,7 @@ import { readIfPresent } from "../storage/atomic-file.js";
 import { DocumentStoreUnavailableError } from "../storage/document-store.js";
 import { openDocumentStore } from "../storage/open.js";
 import { type CliIo, processIo } from "./entry.js";
-import { CliUsageError, parseAction, parseCommand } from "./parse-command.js";
+import { CliUsageError, parseAction, parseCommand, refuseArguments } from "./parse-command.js";
 
 export const USAGE = `usage: receiptd keys create --name NAME [--cap N] [--plan PLAN] [--json | --key-only]
        receiptd keys list [--all] [--json]
@@ -187,9 +187,7 @@ function readCreate(argv: string[], io: CliIo) {
     usage: USAGE,
     help: HELP,
     read: ({ values, positionals }) => {
-      if (positionals.length > 0) {
-        throw new CliUsageError(`unexpected argument '${positionals[0]}'`);
-      }
+      refuseArguments(positionals);
       if (values.name === undefined) throw new CliUsageError("keys create needs --name");
       if (values.json && values["key-only"]) {
         throw new CliUsageError("--json and --key-only exclude each other");
@@ -248,9 +246,7 @@ function readList(argv: string[], io: CliIo) {
     usage: USAGE,
     help: HELP,
     read: ({ values, positionals }) => {
-      if (positionals.length > 0) {
-        throw new CliUsageError(`unexpected argument '${positionals[0]}'`);
-      }
+      refuseArguments(positionals);
       return { json: values.json ?? false, all: values.all ?? false };
     },
   });

@@ -42,6 +42,14 @@ interface CommandConfig<O extends CommandOptions, P extends boolean, R> extends 
 }
 
 /**
+ * Refuses the arguments of a command that takes options only. Its own words: parseArgs's
+ * refusal (`allowPositionals: false`) runs on about positional arguments.
+ */
+export function refuseArguments(extra: readonly string[]): void {
+  if (extra.length > 0) throw new CliUsageError(`unexpected argument '${extra[0]}'`);
+}
+
+/**
  * Answers `error` when it is a usage error (exit 2, the line and the usage text); undefined
  * otherwise. For refusals found after parsing, such as a setting the option needs.
  */
