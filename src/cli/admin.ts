@@ -6,7 +6,6 @@
  * what it would remove, so the command can be checked before it is meant.
  */
 
-import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import pg from "pg";
 import type { Env } from "../io/env.js";
@@ -14,7 +13,8 @@ import { normalisePrefix } from "../redis/connection.js";
 import { ConfigError, loadConfig } from "../service/config.js";
 import { quoteSchema } from "../storage/pg-migrations.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
-import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
+import { type CliIo, processIo } from "./entry.js";
+import { CliUsageError, parseAction, parseCommand, usageRefusal } from "./parse-command.js";
 
 export const USAGE = "usage: receiptd admin purge [--prefix PREFIX] [--schema SCHEMA] [--yes]";
 
@@ -31,7 +31,6 @@ Nothing else is touched: other prefixes and schemas, DATA_DIR (identity files, a
 Exit codes: 0 done (or shown), 2 usage, configuration or connection error.
 `;
 
-class UsageError extends codedErrorClass("usage") {}
 class PurgeError extends codedErrorClass("purge_failed") {}
 
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -98,40 +97,51 @@ async function purgeSchema(url: string, schema: string, remove: boolean): Promis
   }
 }
 
-async function purge(argv: string[], io: CliIo, env: Env): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
+interface PurgeRequest {
+  prefix: string | undefined;
+  schema: string | undefined;
+  remove: boolean;
+}
+
+function readPurge(argv: string[], io: CliIo): PurgeRequest | number {
+  return parseCommand(argv, io, {
     options: {
       prefix: { type: "string" },
       schema: { type: "string" },
       yes: { type: "boolean" },
     },
-    allowPositionals: false,
+    usage: USAGE,
+    help: HELP,
+    read: ({ values: { prefix, schema, yes } }) => {
+      if (prefix === undefined && schema === undefined) {
+        throw new CliUsageError("admin purge needs --prefix, --schema or both");
+      }
+      if (prefix !== undefined && normalisePrefix(prefix) === "") {
+        throw new CliUsageError("--prefix must not be empty: it would match every key");
+      }
+      if (schema !== undefined) {
+        try {
+          quoteSchema(schema);
+        } catch (error) {
+          throw new CliUsageError(`--schema: ${(error as Error).message}`);
+        }
+      }
+      return { prefix, schema, remove: yes ?? false };
+    },
   });
-  const { prefix, schema } = values;
-  const remove = values.yes ?? false;
-  if (prefix === undefined && schema === undefined) {
-    throw new UsageError("admin purge needs --prefix, --schema or both");
-  }
-  if (prefix !== undefined && normalisePrefix(prefix) === "") {
-    throw new UsageError("--prefix must not be empty: it would match every key");
-  }
-  if (schema !== undefined) {
-    try {
-      quoteSchema(schema);
-    } catch (error) {
-      throw new UsageError(`--schema: ${(error as Error).message}`);
-    }
-  }
+}
+
+async function purge(request: PurgeRequest, io: CliIo, env: Env): Promise<number> {
+  const { prefix, schema, remove } = request;
   const config = loadConfig(env);
   const done = remove ? "removed" : "would remove";
   if (prefix !== undefined) {
-    if (config.redisUrl === null) throw new UsageError("--prefix needs REDIS_URL");
+    if (config.redisUrl === null) throw new CliUsageError("--prefix needs REDIS_URL");
     const count = await purgeRedisPrefix(config.redisUrl, prefix, remove);
     io.stdout(`redis: ${done} ${count} key(s) under '${normalisePrefix(prefix)}'\n`);
   }
   if (schema !== undefined) {
-    if (config.databaseUrl === null) throw new UsageError("--schema needs DATABASE_URL");
+    if (config.databaseUrl === null) throw new CliUsageError("--schema needs DATABASE_URL");
     const tables = await purgeSchema(config.databaseUrl, schema, remove);
     io.stdout(
       tables === null
@@ -149,26 +159,15 @@ export async function main(
   io: CliIo = processIo,
   env: Env = process.env,
 ): Promise<number> {
-  const [action, ...rest] = argv;
-  if (action === "--help" || action === "-h" || action === "help") {
-    io.stdout(HELP);
-    return 0;
-  }
-  if (action !== "purge") {
-    io.stderr(`${action === undefined ? "" : `error: unknown action '${action}'\n`}${USAGE}\n`);
-    return 2;
-  }
-  if (rest.includes("--help") || rest.includes("-h")) {
-    io.stdout(HELP);
-    return 0;
-  }
+  const picked = parseAction(argv, io, { actions: ["purge"], usage: USAGE, help: HELP });
+  if (typeof picked === "number") return picked;
+  const request = readPurge(picked.rest, io);
+  if (typeof request === "number") return request;
   try {
-    return await purge(rest, io, env);
+    return await purge(request, io, env);
   } catch (error) {
-    if (error instanceof UsageError || isParseArgsError(error)) {
-      io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
-      return 2;
-    }
+    const usage = usageRefusal(error, io, USAGE);
+    if (usage !== undefined) return usage;
     if (error instanceof ConfigError || error instanceof PurgeError) {
       io.stderr(`error: ${error.message}\n`);
       return 2;

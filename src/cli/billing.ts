@@ -111,9 +111,7 @@ export async function main(
       month: { type: "string" },
       audit: { type: "string" },
       json: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
     },
-    allowPositionals: false,
     usage: USAGE,
     help: HELP,
   });

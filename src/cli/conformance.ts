@@ -9,7 +9,6 @@ import { access, stat, writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import {
   type Corpus,
   CorpusError,
@@ -39,7 +38,8 @@ import {
   type JsonValue,
 } from "../verifier/json/value.js";
 import { VERIFIER_VERSION } from "../verifier/version.js";
-import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
+import { type CliIo, processIo } from "./entry.js";
+import { CliUsageError, type ParsedLine, parseCommand, refuseArguments } from "./parse-command.js";
 
 export const USAGE = `usage: receiptd conformance run [--cli PATH] [--receipt-cli PATH] [--corpus DIR]
                                 [--referee URL] [--key KEY] [--name N] [--impl-version V]
@@ -74,7 +74,6 @@ Exit status: 0 CONFORMANT and verified, 1 PARTIAL, NONCONFORMANT or a report tha
 verify, 2 usage, corpus, I/O or referee errors.
 `;
 
-class UsageError extends codedErrorClass("usage") {}
 /** Anything that stops the run before a report is in hand: exit 2. */
 class RunError extends codedErrorClass("run_failed") {}
 
@@ -101,7 +100,7 @@ function positive(text: string | undefined, flag: string, whole: boolean): numbe
   if (text === undefined) return undefined;
   const value = text.trim() === "" ? Number.NaN : Number(text);
   if (!(value > 0) || !Number.isFinite(value) || (whole && !Number.isSafeInteger(value))) {
-    throw new UsageError(`${flag} must be a ${whole ? "whole " : ""}number > 0, got '${text}'`);
+    throw new CliUsageError(`${flag} must be a ${whole ? "whole " : ""}number > 0, got '${text}'`);
   }
   return value;
 }
@@ -112,10 +111,10 @@ function refereeUrl(text: string): URL {
   try {
     url = new URL(text);
   } catch {
-    throw new UsageError(`--referee must be an http(s) URL, got '${text}'`);
+    throw new CliUsageError(`--referee must be an http(s) URL, got '${text}'`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new UsageError(`--referee must be an http(s) URL, got '${text}'`);
+    throw new CliUsageError(`--referee must be an http(s) URL, got '${text}'`);
   }
   if (!url.pathname.endsWith("/")) url.pathname += "/";
   url.search = "";
@@ -123,37 +122,32 @@ function refereeUrl(text: string): URL {
   return url;
 }
 
-function parseOptions(argv: string[], env: Env): Options | "help" {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      cli: { type: "string" },
-      "receipt-cli": { type: "string" },
-      corpus: { type: "string" },
-      referee: { type: "string" },
-      key: { type: "string" },
-      name: { type: "string" },
-      "impl-version": { type: "string" },
-      language: { type: "string" },
-      url: { type: "string" },
-      concurrency: { type: "string" },
-      timeout: { type: "string" },
-      report: { type: "string" },
-      submission: { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
-  });
-  if (values.help) return "help";
+const OPTIONS = {
+  cli: { type: "string" },
+  "receipt-cli": { type: "string" },
+  corpus: { type: "string" },
+  referee: { type: "string" },
+  key: { type: "string" },
+  name: { type: "string" },
+  "impl-version": { type: "string" },
+  language: { type: "string" },
+  url: { type: "string" },
+  concurrency: { type: "string" },
+  timeout: { type: "string" },
+  report: { type: "string" },
+  submission: { type: "string" },
+} as const;
+
+function readOptions({ values, positionals }: ParsedLine<typeof OPTIONS, true>, env: Env): Options {
   const [action, ...extra] = positionals;
-  if (action !== "run") throw new UsageError("the only command is run");
-  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`);
+  if (action !== "run") throw new CliUsageError("the only command is run");
+  refuseArguments(extra);
   const corpusDir = values.corpus ?? env.CORPUS_DIR;
   if (corpusDir === undefined || corpusDir === "") {
-    throw new UsageError("no corpus: pass --corpus DIR or set CORPUS_DIR");
+    throw new CliUsageError("no corpus: pass --corpus DIR or set CORPUS_DIR");
   }
   if (values.key !== undefined && values.referee === undefined) {
-    throw new UsageError("--key is for a --referee");
+    throw new CliUsageError("--key is for a --referee");
   }
   return {
     cli: values.cli,
@@ -192,7 +186,7 @@ async function givenCli(path: string, flag: string): Promise<VerifierCli> {
     if (!(await stat(absolute)).isFile()) throw new Error("not a file");
     await access(absolute, isScript ? constants.R_OK : constants.X_OK);
   } catch (error) {
-    throw new UsageError(
+    throw new CliUsageError(
       `${flag} ${path} cannot be run: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
@@ -214,7 +208,7 @@ async function verifierClis(options: Options, needReceipts: boolean) {
   if (receiptPath === undefined && needReceipts) {
     const name = basename(options.cli);
     if (!name.includes(BUNDLE_CLI)) {
-      throw new UsageError(
+      throw new CliUsageError(
         `--receipt-cli is needed: ${name} has no ${BUNDLE_CLI} in its name to find the sibling by`,
       );
     }
@@ -475,18 +469,14 @@ export async function main(
   io: CliIo = processIo,
   env: Env = process.env,
 ): Promise<number> {
-  let options: Options | "help";
-  try {
-    options = parseOptions(argv, env);
-  } catch (error) {
-    if (!(error instanceof UsageError || isParseArgsError(error))) throw error;
-    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
-    return 2;
-  }
-  if (options === "help") {
-    io.stdout(HELP);
-    return 0;
-  }
+  const options = parseCommand(argv, io, {
+    options: OPTIONS,
+    allowPositionals: true,
+    usage: USAGE,
+    help: HELP,
+    read: (parsed) => readOptions(parsed, env),
+  });
+  if (typeof options === "number") return options;
   try {
     const { corpus, hostileFiles } = await loadDeployedCorpus(options.corpusDir);
     const clis = await verifierClis(options, corpus.verification_receipts !== undefined);
@@ -518,7 +508,7 @@ export async function main(
     const verdict = isObject(graded.report) ? graded.report.get("verdict") : undefined;
     return problems.length === 0 && verdict === "CONFORMANT" ? 0 : 1;
   } catch (error) {
-    if (error instanceof UsageError || error instanceof RunError) {
+    if (error instanceof CliUsageError || error instanceof RunError) {
       io.stderr(`error: ${error.message}\n`);
       return 2;
     }

@@ -7,9 +7,7 @@
  * Exit codes: 0 only for `verified`, 1 for every other result, 2 for usage errors.
  */
 import { readFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
 import { type AnchorResult, verifyProof } from "../verifier/anchor/index.js";
-import { codedErrorClass } from "../verifier/coded-error.js";
 import { recordDigest } from "../verifier/crypto/digest.js";
 import { dumpJson } from "../verifier/json/dump.js";
 import { parseJson } from "../verifier/json/parse.js";
@@ -21,14 +19,8 @@ import {
   member,
   normalizeInteger,
 } from "../verifier/json/value.js";
-import {
-  type CliIo,
-  isEntryPoint,
-  isParseArgsError,
-  processIo,
-  runMain,
-  usageErrorText,
-} from "./entry.js";
+import { type CliIo, isEntryPoint, processIo, runMain } from "./entry.js";
+import { CliUsageError, type ParsedLine, parseCommand, usageRefusal } from "./parse-command.js";
 
 const PROGRAM = "continuity-receipt-anchor";
 
@@ -52,8 +44,6 @@ export type AnchorCliResult = Omit<AnchorResult, "code"> & {
   code: AnchorResult["code"] | "io_error" | "unknown_target" | "anchor_binding_mismatch";
 };
 
-class UsageError extends codedErrorClass("usage") {}
-
 interface VerifyRequest {
   proofPath: string;
   expected: { digest: string } | { bundlePath: string; target: string };
@@ -65,48 +55,54 @@ interface VerifyRequest {
 /** Exact at any size, as attestation heights are, so a header can meet any of them. */
 function parseHeight(text: string): number | bigint {
   if (!/^\d+$/.test(text)) {
-    throw new UsageError(`--height must be a non-negative integer, got ${JSON.stringify(text)}`);
+    throw new CliUsageError(`--height must be a non-negative integer, got ${JSON.stringify(text)}`);
   }
   return normalizeInteger(BigInt(text));
 }
 
-function parseRequest(argv: string[]): VerifyRequest | "help" {
-  const { values, positionals } = parseArgs({
-    args: argv,
+const OPTIONS = {
+  digest: { type: "string" },
+  bundle: { type: "string" },
+  target: { type: "string" },
+  header: { type: "string", multiple: true },
+  height: { type: "string", multiple: true },
+  headers: { type: "string", multiple: true },
+  json: { type: "boolean" },
+} as const;
+
+function readRequest(argv: string[], io: CliIo, program: string): VerifyRequest | number {
+  return parseCommand(argv, io, {
+    options: OPTIONS,
     allowPositionals: true,
-    options: {
-      digest: { type: "string" },
-      bundle: { type: "string" },
-      target: { type: "string" },
-      header: { type: "string", multiple: true },
-      height: { type: "string", multiple: true },
-      headers: { type: "string", multiple: true },
-      json: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    },
+    // The usage text ends in a newline of its own.
+    usage: usage(program).trimEnd(),
+    help: usage(program),
+    read: verifyRequest,
   });
-  if (values.help) return "help";
+}
+
+function verifyRequest({ values, positionals }: ParsedLine<typeof OPTIONS, true>): VerifyRequest {
   const [command, proofPath, ...extra] = positionals;
-  if (command !== "verify") throw new UsageError("the only command is verify");
-  if (proofPath === undefined) throw new UsageError("missing <proof>");
-  if (extra.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])}`);
+  if (command !== "verify") throw new CliUsageError("the only command is verify");
+  if (proofPath === undefined) throw new CliUsageError("missing <proof>");
+  if (extra.length > 0) throw new CliUsageError(`unexpected argument ${JSON.stringify(extra[0])}`);
 
   let expected: VerifyRequest["expected"];
   if (values.digest !== undefined) {
     if (values.bundle !== undefined || values.target !== undefined) {
-      throw new UsageError("--digest cannot be combined with --bundle/--target");
+      throw new CliUsageError("--digest cannot be combined with --bundle/--target");
     }
     expected = { digest: values.digest };
   } else if (values.bundle !== undefined && values.target !== undefined) {
     expected = { bundlePath: values.bundle, target: values.target };
   } else {
-    throw new UsageError("give either --digest or both --bundle and --target");
+    throw new CliUsageError("give either --digest or both --bundle and --target");
   }
 
   const headerTexts = values.header ?? [];
   const heights = (values.height ?? []).map(parseHeight);
   if (heights.length > headerTexts.length) {
-    throw new UsageError("more --height than --header options");
+    throw new CliUsageError("more --height than --header options");
   }
   const headers = new Map<number | bigint, string>();
   headerTexts.forEach((header, index) => {
@@ -133,7 +129,7 @@ function addHeader(
 ) {
   const known = headers.get(height);
   if (known !== undefined && known.toLowerCase() !== header.toLowerCase()) {
-    throw new UsageError(`${from} gives height ${height} a second, different header`);
+    throw new CliUsageError(`${from} gives height ${height} a second, different header`);
   }
   headers.set(height, header);
 }
@@ -145,21 +141,21 @@ async function readHeaderFile(path: string, headers: Map<number | bigint, string
   try {
     document = parseJson(await readFile(path));
   } catch (error) {
-    throw new UsageError(`${from}: ${errorText(error)}`);
+    throw new CliUsageError(`${from}: ${errorText(error)}`);
   }
   const nested = isObject(document) ? member(document, "headers") : undefined;
   const table = nested ?? document;
   if (!isObject(table)) {
-    throw new UsageError(`${from}: expected an object of hex headers keyed by block height`);
+    throw new CliUsageError(`${from}: expected an object of hex headers keyed by block height`);
   }
   for (const [key, value] of table) {
     if (!/^\d+$/.test(key)) {
-      throw new UsageError(`${from}: ${JSON.stringify(key)} is not a block height`);
+      throw new CliUsageError(`${from}: ${JSON.stringify(key)} is not a block height`);
     }
     // Exact at any size, as --height and attestation heights are.
     const height = normalizeInteger(BigInt(key));
     if (typeof value !== "string") {
-      throw new UsageError(`${from}: the header at height ${key} is not a hex string`);
+      throw new CliUsageError(`${from}: the header at height ${key} is not a hex string`);
     }
     addHeader(headers, height, value, from);
   }
@@ -300,20 +296,14 @@ export async function main(
   output: CliIo = processIo,
   program = PROGRAM,
 ): Promise<number> {
-  let request: VerifyRequest | "help";
+  const request = readRequest(argv, output, program);
+  if (typeof request === "number") return request;
   try {
-    request = parseRequest(argv);
-    if (request !== "help") {
-      for (const file of request.headerFiles) await readHeaderFile(file, request.headers);
-    }
+    for (const file of request.headerFiles) await readHeaderFile(file, request.headers);
   } catch (error) {
-    if (!(error instanceof UsageError || isParseArgsError(error))) throw error;
-    output.stderr(`error: ${usageErrorText(error)}\n${usage(program)}`);
-    return 2;
-  }
-  if (request === "help") {
-    output.stdout(usage(program));
-    return 0;
+    const code = usageRefusal(error, output, usage(program).trimEnd());
+    if (code === undefined) throw error;
+    return code;
   }
   const result = await runVerify(request);
   output.stdout(request.json ? `${dumpJson(result, { indent: 2 })}\n` : humanSummary(result));

@@ -7,7 +7,6 @@
  * or unparsable input and usage errors.
  */
 import { readFile, writeFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
 import { loadAndMergeRevocations } from "../io/revocation-sources.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
 import { sha256Digest } from "../verifier/crypto/digest.js";
@@ -17,14 +16,8 @@ import { parseJson } from "../verifier/json/parse.js";
 import { isObject, type JsonValue } from "../verifier/json/value.js";
 import { RevocationLoadError } from "../verifier/revocations/document.js";
 import { verifyVerificationReceipt } from "../verifier/verification-receipt/index.js";
-import {
-  type CliIo,
-  isEntryPoint,
-  isParseArgsError,
-  processIo,
-  runMain,
-  usageErrorText,
-} from "./entry.js";
+import { type CliIo, isEntryPoint, processIo, runMain } from "./entry.js";
+import { CliUsageError, parseCommand } from "./parse-command.js";
 
 const PROGRAM = "continuity-receipt-verify-receipt";
 
@@ -55,29 +48,33 @@ interface Request {
   canonicalPath: string | undefined;
 }
 
-function parseRequest(argv: string[]): Request | "help" {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
+function readRequest(argv: string[], io: CliIo, program: string): Request | number {
+  return parseCommand(argv, io, {
     options: {
       bundle: { type: "string" },
       revocations: { type: "string", multiple: true },
       digest: { type: "boolean" },
       canonical: { type: "string" },
-      help: { type: "boolean", short: "h" },
+    },
+    allowPositionals: true,
+    // The usage text ends in a newline of its own.
+    usage: usage(program).trimEnd(),
+    help: usage(program),
+    read: ({ values, positionals }) => {
+      const [receiptPath, ...extra] = positionals;
+      if (receiptPath === undefined) throw new CliUsageError("missing <receipt>");
+      if (extra.length > 0) {
+        throw new CliUsageError(`unexpected argument ${JSON.stringify(extra[0])}`);
+      }
+      return {
+        receiptPath,
+        bundlePath: values.bundle,
+        revocationSources: values.revocations ?? [],
+        digest: values.digest ?? false,
+        canonicalPath: values.canonical,
+      };
     },
   });
-  if (values.help) return "help";
-  const [receiptPath, ...extra] = positionals;
-  if (receiptPath === undefined) throw new InputError("missing <receipt>");
-  if (extra.length > 0) throw new InputError(`unexpected argument ${JSON.stringify(extra[0])}`);
-  return {
-    receiptPath,
-    bundlePath: values.bundle,
-    revocationSources: values.revocations ?? [],
-    digest: values.digest ?? false,
-    canonicalPath: values.canonical,
-  };
 }
 
 /**
@@ -172,18 +169,8 @@ export async function main(
   io: CliIo = processIo,
   program = PROGRAM,
 ): Promise<number> {
-  let request: Request | "help";
-  try {
-    request = parseRequest(argv);
-  } catch (error) {
-    if (!(error instanceof InputError || isParseArgsError(error))) throw error;
-    io.stderr(`error: ${usageErrorText(error)}\n${usage(program)}`);
-    return 2;
-  }
-  if (request === "help") {
-    io.stdout(usage(program));
-    return 0;
-  }
+  const request = readRequest(argv, io, program);
+  if (typeof request === "number") return request;
   try {
     return await run(request, io);
   } catch (error) {

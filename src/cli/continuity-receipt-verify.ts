@@ -7,7 +7,6 @@
  * prints it; exit 0 for TRUSTED, 1 for any other verdict, 2 when the bundle is unreadable.
  */
 import { open } from "node:fs/promises";
-import { parseArgs } from "node:util";
 import { loadAndMergeRevocations } from "../io/revocation-sources.js";
 import {
   bundleTooLarge,
@@ -18,7 +17,8 @@ import {
 import { dumpJson } from "../verifier/json/dump.js";
 import type { JsonValue } from "../verifier/json/value.js";
 import { RevocationLoadError } from "../verifier/revocations/document.js";
-import { type CliIo, isEntryPoint, processIo, runMain, usageErrorText } from "./entry.js";
+import { type CliIo, isEntryPoint, processIo, runMain } from "./entry.js";
+import { CliUsageError, parseCommand } from "./parse-command.js";
 
 const PROGRAM = "continuity-receipt-verify";
 
@@ -67,18 +67,27 @@ export async function main(
   io: CliIo = processIo,
   program = PROGRAM,
 ): Promise<number> {
-  let parsed: ReturnType<typeof parseCommandLine>;
-  try {
-    parsed = parseCommandLine(argv);
-  } catch (error) {
-    if (!(error instanceof Error)) throw error;
-    io.stderr(`error: ${usageErrorText(error)}\n${usage(program)}\n`);
-    return 2;
-  }
-  if (parsed === "help") {
-    io.stdout(help(program));
-    return 0;
-  }
+  const parsed = parseCommand(argv, io, {
+    options: {
+      "require-anchor": { type: "boolean", default: false },
+      revocations: { type: "string", multiple: true, default: [] },
+    },
+    allowPositionals: true,
+    usage: usage(program),
+    help: help(program),
+    read: ({ values, positionals }) => {
+      const [bundlePath, ...extra] = positionals;
+      if (bundlePath === undefined || extra.length > 0) {
+        throw new CliUsageError("expected exactly one bundle path");
+      }
+      return {
+        bundlePath,
+        requireAnchor: values["require-anchor"] ?? false,
+        revocationSources: values.revocations ?? [],
+      };
+    },
+  });
+  if (typeof parsed === "number") return parsed;
   const { bundlePath, requireAnchor, revocationSources } = parsed;
   let externalRevocations: JsonValue[] | null = null;
   if (revocationSources.length > 0) {
@@ -106,31 +115,6 @@ export async function main(
     : bundleTooLarge(bytes.size);
   print(io, result);
   return result.verdict === "TRUSTED" ? 0 : 1;
-}
-
-export function parseCommandLine(argv: string[]):
-  | {
-      bundlePath: string;
-      requireAnchor: boolean;
-      revocationSources: string[];
-    }
-  | "help" {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      "require-anchor": { type: "boolean", default: false },
-      revocations: { type: "string", multiple: true, default: [] },
-      help: { type: "boolean", short: "h", default: false },
-    },
-  });
-  if (values.help) return "help";
-  if (positionals.length !== 1) throw new Error("expected exactly one bundle path");
-  return {
-    bundlePath: positionals[0]!,
-    requireAnchor: values["require-anchor"] ?? false,
-    revocationSources: values.revocations ?? [],
-  };
 }
 
 if (isEntryPoint(import.meta.url)) runMain(main);

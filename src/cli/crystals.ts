@@ -270,7 +270,6 @@ export async function main(
 ): Promise<number> {
   const parsed = parseCommand(argv, io, {
     options: {
-      help: { type: "boolean", short: "h" },
       out: { type: "string" },
       "secret-file": { type: "string" },
       "key-file": { type: "string" },

@@ -5,7 +5,6 @@
  * revoked one within `KEY_CACHE_MS`, which `revoke` waits out before it reports success.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseArgs } from "node:util";
 import {
   type ApiKey,
   DEFAULT_PLAN,
@@ -24,8 +23,8 @@ import { serviceKeyPath, signerFromPem } from "../service/service-key.js";
 import { readIfPresent } from "../storage/atomic-file.js";
 import { DocumentStoreUnavailableError } from "../storage/document-store.js";
 import { openDocumentStore } from "../storage/open.js";
-import { codedErrorClass } from "../verifier/coded-error.js";
-import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
+import { type CliIo, processIo } from "./entry.js";
+import { CliUsageError, parseAction, parseCommand, refuseArguments } from "./parse-command.js";
 
 export const USAGE = `usage: receiptd keys create --name NAME [--cap N] [--plan PLAN] [--json | --key-only]
        receiptd keys list [--all] [--json]
@@ -49,8 +48,6 @@ Manages the API keys in DATA_DIR (./data).
           servers refuse it within ${KEY_CACHE_MS} ms; the command returns after that.
 Exit codes: 0 done, 1 no such key (revoke), 2 usage or I/O error.
 `;
-
-class UsageError extends codedErrorClass("usage") {}
 
 /** Left-aligned columns, except those listed in `right`; two spaces between columns. */
 export function formatTable(rows: string[][], right: ReadonlySet<number> = new Set()): string {
@@ -102,7 +99,7 @@ function parseCap(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const cap = Number(text);
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(cap)) {
-    throw new UsageError(`--cap must be a whole number, got '${text}'`);
+    throw new CliUsageError(`--cap must be a whole number, got '${text}'`);
   }
   return cap;
 }
@@ -176,14 +173,9 @@ export async function dataDirNotes(context: KeysContext): Promise<string[]> {
   return notes;
 }
 
-async function create(
-  argv: string[],
-  keys: KeyStore,
-  io: CliIo,
-  context: KeysContext,
-): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
+/** `keys create`'s options: the key's name, cap and plan, and how to print it. */
+function readCreate(argv: string[], io: CliIo) {
+  return parseCommand(argv, io, {
     options: {
       name: { type: "string" },
       cap: { type: "string" },
@@ -192,23 +184,39 @@ async function create(
       "key-only": { type: "boolean" },
     },
     allowPositionals: true,
+    usage: USAGE,
+    help: HELP,
+    read: ({ values, positionals }) => {
+      refuseArguments(positionals);
+      if (values.name === undefined) throw new CliUsageError("keys create needs --name");
+      if (values.json && values["key-only"]) {
+        throw new CliUsageError("--json and --key-only exclude each other");
+      }
+      return {
+        name: values.name,
+        plan: values.plan,
+        dailyCap: parseCap(values.cap),
+        json: values.json ?? false,
+        keyOnly: values["key-only"] ?? false,
+      };
+    },
   });
-  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
-  if (values.name === undefined) throw new UsageError("keys create needs --name");
-  if (values.json && values["key-only"]) {
-    throw new UsageError("--json and --key-only exclude each other");
-  }
-  const { key, record } = await keys.create({
-    name: values.name,
-    plan: values.plan,
-    dailyCap: parseCap(values.cap),
-  });
+}
+
+async function create(
+  request: Exclude<ReturnType<typeof readCreate>, number>,
+  keys: KeyStore,
+  io: CliIo,
+  context: KeysContext,
+): Promise<number> {
+  const { json, keyOnly, ...options } = request;
+  const { key, record } = await keys.create(options);
   for (const note of await dataDirNotes(context)) io.stderr(`${note}\n`);
-  if (values["key-only"]) {
+  if (keyOnly) {
     io.stdout(`${key}\n`);
     return 0;
   }
-  if (values.json) {
+  if (json) {
     io.stdout(`${JSON.stringify({ key, ...keyJson(record, keys.defaultDailyCap, Date.now()) })}\n`);
     return 0;
   }
@@ -231,21 +239,32 @@ async function create(
  * hundred a day, and once expired they only clutter the list (revoked keys stay: an operator
  * revoked them, and statements still name them).
  */
-async function list(argv: string[], keys: KeyStore, io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
+function readList(argv: string[], io: CliIo) {
+  return parseCommand(argv, io, {
     options: { json: { type: "boolean" }, all: { type: "boolean" } },
     allowPositionals: true,
+    usage: USAGE,
+    help: HELP,
+    read: ({ values, positionals }) => {
+      refuseArguments(positionals);
+      return { json: values.json ?? false, all: values.all ?? false };
+    },
   });
-  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
+}
+
+async function list(
+  request: Exclude<ReturnType<typeof readList>, number>,
+  keys: KeyStore,
+  io: CliIo,
+): Promise<number> {
   const now = Date.now();
   const stored = await keys.list();
-  const all = values.all
+  const all = request.all
     ? stored
     : stored.filter((key) => key.kind !== "evaluation" || !isExpired(key, now));
   const hidden = stored.length - all.length;
   const defaultCap = keys.defaultDailyCap;
-  if (values.json) {
+  if (request.json) {
     io.stdout(`${JSON.stringify(all.map((key) => keyJson(key, defaultCap, now)))}\n`);
     return 0;
   }
@@ -272,12 +291,22 @@ async function list(argv: string[], keys: KeyStore, io: CliIo): Promise<number> 
   return 0;
 }
 
-async function revoke(argv: string[], keys: KeyStore, io: CliIo): Promise<number> {
-  const { positionals } = parseArgs({ args: argv, options: {}, allowPositionals: true });
-  const [target, ...extra] = positionals;
-  if (target === undefined || extra.length > 0) {
-    throw new UsageError("keys revoke takes one key or name");
-  }
+function readRevoke(argv: string[], io: CliIo) {
+  return parseCommand(argv, io, {
+    allowPositionals: true,
+    usage: USAGE,
+    help: HELP,
+    read: ({ positionals }) => {
+      const [target, ...extra] = positionals;
+      if (target === undefined || extra.length > 0) {
+        throw new CliUsageError("keys revoke takes one key or name");
+      }
+      return target;
+    },
+  });
+}
+
+async function revoke(target: string, keys: KeyStore, io: CliIo): Promise<number> {
   const result = await keys.revoke(target);
   switch (result.status) {
     case "not_found":
@@ -296,48 +325,58 @@ async function revoke(argv: string[], keys: KeyStore, io: CliIo): Promise<number
   }
 }
 
-const ACTIONS: Record<
+/**
+ * Each action reads its own options first, so a usage error is answered before the store is
+ * opened; the action then runs against the store.
+ */
+const ACTIONS = {
+  create: (argv: string[], io: CliIo) => {
+    const request = readCreate(argv, io);
+    return typeof request === "number"
+      ? request
+      : (keys: KeyStore, context: KeysContext) => create(request, keys, io, context);
+  },
+  list: (argv: string[], io: CliIo) => {
+    const request = readList(argv, io);
+    return typeof request === "number" ? request : (keys: KeyStore) => list(request, keys, io);
+  },
+  revoke: (argv: string[], io: CliIo) => {
+    const target = readRevoke(argv, io);
+    return typeof target === "number" ? target : (keys: KeyStore) => revoke(target, keys, io);
+  },
+} satisfies Record<
   string,
-  (argv: string[], keys: KeyStore, io: CliIo, context: KeysContext) => Promise<number>
-> = {
-  create,
-  list,
-  revoke,
-};
+  (
+    argv: string[],
+    io: CliIo,
+  ) => number | ((keys: KeyStore, context: KeysContext) => Promise<number>)
+>;
 
 export async function main(
   argv: string[],
   io: CliIo = processIo,
   env: Env = process.env,
 ): Promise<number> {
-  const [action, ...rest] = argv;
-  if (action === "--help" || action === "-h" || action === "help") {
-    io.stdout(HELP);
-    return 0;
-  }
-  const run = action === undefined ? undefined : ACTIONS[action];
-  if (run === undefined) {
-    io.stderr(`${action === undefined ? "" : `error: unknown action '${action}'\n`}${USAGE}\n`);
-    return 2;
-  }
+  const picked = parseAction(argv, io, {
+    actions: Object.keys(ACTIONS) as (keyof typeof ACTIONS)[],
+    usage: USAGE,
+    help: HELP,
+  });
+  if (typeof picked === "number") return picked;
+  const run = ACTIONS[picked.action](picked.rest, io);
+  if (typeof run === "number") return run;
   try {
     const config = loadConfig(env);
     const store = await openDocumentStore(config);
     try {
-      return await run(
-        rest,
-        new KeyStore(store, { defaultDailyCap: config.limits.keyDailyCap }),
-        io,
-        { config, env },
-      );
+      return await run(new KeyStore(store, { defaultDailyCap: config.limits.keyDailyCap }), {
+        config,
+        env,
+      });
     } finally {
       await store.close();
     }
   } catch (error) {
-    if (error instanceof UsageError || isParseArgsError(error)) {
-      io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
-      return 2;
-    }
     if (
       error instanceof ConfigError ||
       error instanceof KeyOptionError ||

@@ -16,7 +16,6 @@
  * revocations, 2 unreadable input and usage errors.
  */
 import { readFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
 import { loadAndMergeRevocations } from "../io/revocation-sources.js";
 import { verifyNotarization } from "../notarization/index.js";
 import { revocationDocumentProblems } from "../revocations/documents.js";
@@ -33,7 +32,8 @@ import { parseJson } from "../verifier/json/parse.js";
 import { isObject, type JsonValue, member } from "../verifier/json/value.js";
 import { parseRevocationDocument, RevocationLoadError } from "../verifier/revocations/document.js";
 import { verifyStatements } from "../verifier/revocations/statements.js";
-import { type CliIo, isParseArgsError, processIo, usageErrorText } from "./entry.js";
+import { type CliIo, processIo } from "./entry.js";
+import { CliUsageError, type ParsedLine, parseCommand } from "./parse-command.js";
 
 export const USAGE =
   "usage: receiptd notarization verify <file> [--key DID]... [--revocations P|URL]... [--expect-digest D]";
@@ -65,29 +65,24 @@ interface Request {
   expectedDigest: string | undefined;
 }
 
-function parseRequest(argv: string[]): Request | "help" {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      key: { type: "string", multiple: true },
-      revocations: { type: "string", multiple: true },
-      "expect-digest": { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
-  });
-  if (values.help) return "help";
+const OPTIONS = {
+  key: { type: "string", multiple: true },
+  revocations: { type: "string", multiple: true },
+  "expect-digest": { type: "string" },
+} as const;
+
+function readRequest({ values, positionals }: ParsedLine<typeof OPTIONS, true>): Request {
   const [command, path, ...extra] = positionals;
   if (command !== "verify") {
-    throw new InputError(
+    throw new CliUsageError(
       command === undefined ? "missing command: verify" : `unknown command '${command}'`,
     );
   }
-  if (path === undefined) throw new InputError("missing <file>");
-  if (extra.length > 0) throw new InputError(`unexpected argument ${JSON.stringify(extra[0])}`);
+  if (path === undefined) throw new CliUsageError("missing <file>");
+  if (extra.length > 0) throw new CliUsageError(`unexpected argument ${JSON.stringify(extra[0])}`);
   const keys = values.key ?? [];
   const badKey = keys.find((key) => !canDecodeDidKey(key));
-  if (badKey !== undefined) throw new InputError(`--key ${badKey} is not an Ed25519 did:key`);
+  if (badKey !== undefined) throw new CliUsageError(`--key ${badKey} is not an Ed25519 did:key`);
   return {
     path,
     keys,
@@ -205,18 +200,14 @@ export async function main(
   io: CliIo = processIo,
   env: Env = process.env,
 ): Promise<number> {
-  let request: Request | "help";
-  try {
-    request = parseRequest(argv);
-  } catch (error) {
-    if (!(error instanceof InputError || isParseArgsError(error))) throw error;
-    io.stderr(`error: ${usageErrorText(error)}\n${USAGE}\n`);
-    return 2;
-  }
-  if (request === "help") {
-    io.stdout(HELP);
-    return 0;
-  }
+  const request = parseCommand(argv, io, {
+    options: OPTIONS,
+    allowPositionals: true,
+    usage: USAGE,
+    help: HELP,
+    read: readRequest,
+  });
+  if (typeof request === "number") return request;
   try {
     return await run(request, io, env);
   } catch (error) {

@@ -60,7 +60,6 @@ export async function main(
   env: Env = process.env,
 ): Promise<number> {
   const parsed = parseCommand(argv, io, {
-    options: { help: { type: "boolean", short: "h" } },
     allowPositionals: true,
     usage: USAGE,
     help: HELP,

@@ -30,12 +30,7 @@ export async function main(
   io: CliIo = processIo,
   env: Env = process.env,
 ): Promise<number> {
-  const parsed = parseCommand(argv, io, {
-    options: { help: { type: "boolean", short: "h" } },
-    allowPositionals: false,
-    usage: USAGE,
-    help: HELP,
-  });
+  const parsed = parseCommand(argv, io, { usage: USAGE, help: HELP });
   if (typeof parsed === "number") return parsed;
   try {
     const config = loadConfig(env);

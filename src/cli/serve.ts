@@ -25,9 +25,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     options: {
       host: { type: "string" },
       port: { type: "string" },
-      help: { type: "boolean", short: "h" },
     },
-    allowPositionals: false,
     usage: USAGE,
     help: HELP,
   });

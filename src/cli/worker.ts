@@ -70,12 +70,7 @@ function workerSettings(env: NodeJS.ProcessEnv): WorkerSettings {
 
 /** Resolves after a signal once the workers have stopped. */
 export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
-  const parsed = parseCommand(argv, io, {
-    options: { help: { type: "boolean", short: "h" } },
-    allowPositionals: false,
-    usage: USAGE,
-    help: HELP,
-  });
+  const parsed = parseCommand(argv, io, { usage: USAGE, help: HELP });
   if (typeof parsed === "number") return parsed;
   let config: ServiceConfig;
   let settings: WorkerSettings;
