@@ -12,7 +12,7 @@
  *
  * Domain code, not the endpoint's: the CLIs and key rotation write documents without a
  * server, so it lives outside src/service (the endpoint adds only validation on its pool,
- * `revocationDocumentCheckOn` in endpoints/revocations/tasks.ts).
+ * `revocationDocumentCheckOn` in endpoints/revocations/contract.ts).
  */
 
 import { createHash } from "node:crypto";
@@ -125,7 +125,7 @@ export async function lookupRevocationDocument(
 /**
  * The stored revocation document of `issuer`, only if it can be vouched for. `check`
  * validates bytes not seen before; the server passes `revocationDocumentCheckOn(app.cpuPool)`
- * (endpoints/revocations/tasks.ts) on the main thread of the server so Ed25519 runs on a worker.
+ * (endpoints/revocations/contract.ts) on the main thread of the server so Ed25519 runs on a worker.
  */
 export async function readRevocationDocument(
   store: DocumentStore,

@@ -10,7 +10,7 @@ import { WORKER_YOUNG_GENERATION_MB } from "../../src/service/cpu-pool.js";
 import { fixtureTaskModule } from "./support/service.js";
 
 const POOL = new URL("../../src/service/cpu-pool.ts", import.meta.url).href;
-const TASKS = new URL("../../src/service/endpoints/verify/tasks.ts", import.meta.url).href;
+const TASKS = new URL("../../src/service/endpoints/verify/contract.ts", import.meta.url).href;
 const FIXTURE = fixtureTaskModule("young-generation-worker");
 
 const SCRIPT = `
