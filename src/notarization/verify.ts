@@ -10,8 +10,8 @@
  * is refused, with the same rule verification receipts follow (verifier.md §6.2 step 13).
  */
 import { recordDigest } from "../verifier/crypto/digest.js";
-import { verifyEd25519 } from "../verifier/crypto/ed25519.js";
-import { CanonicalizationError, canonicalBytes } from "../verifier/json/canonical.js";
+import { statementSignatureProblem } from "../verifier/crypto/signed-statement.js";
+import { CanonicalizationError } from "../verifier/json/canonical.js";
 import { isObject, type JsonObject, type JsonValue, member } from "../verifier/json/value.js";
 import {
   RevocationsUnusable,
@@ -92,31 +92,6 @@ function claimsValid(statement: JsonObject): boolean {
   }
 }
 
-function signatureError(statement: JsonObject): NotarizationCheckCode | null {
-  const sig = member(statement, "sig");
-  if (!isObject(sig)) return "bad_signature_shape";
-  const key = member(sig, "key");
-  const value = member(sig, "value");
-  if (
-    member(sig, "alg") !== "ed25519" ||
-    typeof key !== "string" ||
-    typeof value !== "string" ||
-    value === ""
-  ) {
-    return "bad_signature_shape";
-  }
-  const issuer = member(statement, "issuer");
-  if (typeof issuer !== "string" || key !== issuer) return "bad_signature";
-  let message: Buffer;
-  try {
-    message = canonicalBytes(statement, "sig");
-  } catch (error) {
-    if (error instanceof CanonicalizationError) return "bad_signature";
-    throw error;
-  }
-  return verifyEd25519(issuer, message, value) ? null : "bad_signature";
-}
-
 function revocationErrors(
   revocations: readonly JsonValue[],
   issuer: JsonValue,
@@ -171,7 +146,7 @@ export function verifyNotarization(
   if (typeof version !== "number" || version !== NOTARIZATION_VERSION) errors.push("bad_version");
   if (issuedAtTime === null) errors.push("bad_issued_at");
   if (!claimsValid(statement)) errors.push("bad_claims");
-  const signatureProblem = signatureError(statement);
+  const signatureProblem = statementSignatureProblem(statement);
   if (signatureProblem !== null) errors.push(signatureProblem);
   if (typeof issuer !== "string" || !options.trustedIssuers.includes(issuer)) {
     errors.push("untrusted_issuer");

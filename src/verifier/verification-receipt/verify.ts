@@ -7,8 +7,8 @@
  */
 import { VERDICTS, type Verdict, verdictFor } from "../bundle/result.js";
 import { SHA256_DIGEST, valueDigest } from "../crypto/digest.js";
-import { verifyEd25519 } from "../crypto/ed25519.js";
-import { CanonicalizationError, canonicalBytes } from "../json/canonical.js";
+import { statementSignatureProblem } from "../crypto/signed-statement.js";
+import { CanonicalizationError } from "../json/canonical.js";
 import { parseJson, StrictJsonError } from "../json/parse.js";
 import { isArray, isObject, type JsonObject, type JsonValue, member } from "../json/value.js";
 import { pyEquals } from "../py/semantics.js";
@@ -139,32 +139,6 @@ function shapeErrors(receipt: JsonObject): ReceiptCheckCode[] {
   return found;
 }
 
-/** Check 11: `sig` must be made by `issuer`, and `sig.key` must name it. */
-function signatureError(receipt: JsonObject): ReceiptCheckCode | null {
-  const sig = member(receipt, "sig");
-  if (!isObject(sig)) return "bad_signature_shape";
-  const key = member(sig, "key");
-  const value = member(sig, "value");
-  if (
-    member(sig, "alg") !== "ed25519" ||
-    typeof key !== "string" ||
-    typeof value !== "string" ||
-    value === ""
-  ) {
-    return "bad_signature_shape";
-  }
-  const issuer = member(receipt, "issuer");
-  if (typeof issuer !== "string" || issuer === "" || key !== issuer) return "bad_signature";
-  let message: Buffer;
-  try {
-    message = canonicalBytes(receipt, "sig");
-  } catch (error) {
-    if (error instanceof CanonicalizationError) return "bad_signature";
-    throw error;
-  }
-  return verifyEd25519(issuer, message, value) ? null : "bad_signature";
-}
-
 /** Check 12: a bundle that cannot be parsed or canonicalised matches nothing. */
 function bundleDigestMatches(bundle: BundleInput, claimed: JsonValue): boolean {
   try {
@@ -233,7 +207,7 @@ export function verifyVerificationReceipt(
   const claimedDigest = member(receipt, "bundle_digest");
 
   const errors = shapeErrors(receipt);
-  const signatureProblem = signatureError(receipt);
+  const signatureProblem = statementSignatureProblem(receipt);
   if (signatureProblem !== null) errors.push(signatureProblem);
 
   let digestMatch: boolean | null = null;
