@@ -7,17 +7,16 @@
  * or unparsable input and usage errors.
  */
 import { readFile, writeFile } from "node:fs/promises";
-import { loadAndMergeRevocations } from "../io/revocation-sources.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
 import { sha256Digest } from "../verifier/crypto/digest.js";
 import { CanonicalizationError, canonicalBytes } from "../verifier/json/canonical.js";
 import { dumpJson } from "../verifier/json/dump.js";
 import { parseJson } from "../verifier/json/parse.js";
 import { isObject, type JsonValue } from "../verifier/json/value.js";
-import { RevocationLoadError } from "../verifier/revocations/document.js";
 import { verifyVerificationReceipt } from "../verifier/verification-receipt/index.js";
 import { type CliIo, isEntryPoint, processIo, runMain } from "./entry.js";
 import { CliUsageError, parseCommand } from "./parse-command.js";
+import { statementRevocations } from "./statement-revocations.js";
 
 const PROGRAM = "continuity-receipt-verify-receipt";
 
@@ -146,15 +145,8 @@ async function run(request: Request, io: CliIo): Promise<number> {
     io.stdout(`${signedView(receipt).digest}\n`);
     return 0;
   }
-  let revocations: JsonValue[];
-  try {
-    revocations = await loadAndMergeRevocations(request.revocationSources);
-  } catch (error) {
-    if (!(error instanceof RevocationLoadError)) throw error;
-    io.stderr(`error: ${error.detail}\n`);
-    io.stdout(`${dumpJson({ valid: false, errors: [error.code] }, { indent: 2 })}\n`);
-    return 1;
-  }
+  const revocations = await statementRevocations(request.revocationSources, io);
+  if (revocations === null) return 1;
   const bundle =
     request.bundlePath === undefined ? undefined : await readBundle(request.bundlePath);
   const result = verifyVerificationReceipt(receipt, { bundle, revocations });

@@ -16,7 +16,6 @@
  * revocations, 2 unreadable input and usage errors.
  */
 import { readFile } from "node:fs/promises";
-import { loadAndMergeRevocations } from "../io/revocation-sources.js";
 import { verifyNotarization } from "../notarization/index.js";
 import { revocationDocumentProblems } from "../revocations/documents.js";
 import { ConfigError, loadConfig } from "../service/config.js";
@@ -30,10 +29,11 @@ import { canDecodeDidKey } from "../verifier/crypto/ed25519.js";
 import { dumpJson } from "../verifier/json/dump.js";
 import { parseJson } from "../verifier/json/parse.js";
 import { isObject, type JsonValue, member } from "../verifier/json/value.js";
-import { parseRevocationDocument, RevocationLoadError } from "../verifier/revocations/document.js";
+import { parseRevocationDocument } from "../verifier/revocations/document.js";
 import { verifyStatements } from "../verifier/revocations/statements.js";
 import { type CliIo, processIo } from "./entry.js";
 import { CliUsageError, type ParsedLine, parseCommand } from "./parse-command.js";
+import { statementRevocations } from "./statement-revocations.js";
 
 export const USAGE =
   "usage: receiptd notarization verify <file> [--key DID]... [--revocations P|URL]... [--expect-digest D]";
@@ -171,15 +171,9 @@ async function trustOfDataDir(env: Env): Promise<{ issuers: string[]; retirement
 
 async function run(request: Request, io: CliIo, env: Env): Promise<number> {
   const { statement, claimed } = await readStatement(request.path);
-  let revocations: JsonValue[];
-  try {
-    revocations = await loadAndMergeRevocations(request.revocationSources);
-  } catch (error) {
-    if (!(error instanceof RevocationLoadError)) throw error;
-    io.stderr(`error: ${error.detail}\n`);
-    io.stdout(`${dumpJson({ valid: false, errors: [error.code] }, { indent: 2 })}\n`);
-    return 1;
-  }
+  const loaded = await statementRevocations(request.revocationSources, io);
+  if (loaded === null) return 1;
+  let revocations = loaded;
   let trustedIssuers = request.keys;
   if (trustedIssuers.length === 0) {
     const local = await trustOfDataDir(env);
