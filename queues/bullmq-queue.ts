@@ -10,11 +10,17 @@
  *   one case no event will announce: a duplicate id whose job had already finished;
  * - a timer answers `pending` after `waitMs`; the job itself is durable in Redis by then.
  *
- * Producers fail fast: with Redis unreachable a submission rejects at once with
- * `QueueUnavailableError` (no offline queue, no retries), and the routes answer 503.
+ * What the caller is told is what happened (issue 34, finding 1). A submission rejects with
+ * `QueueUnavailableError` (the routes answer 503) only when the job certainly never reached
+ * Redis or Redis refused it: the process's circuit breaker is open (nothing is sent), the
+ * connection is not up (no offline queue), or Redis answered the add with an error. An add
+ * that was sent but not answered (a stalled Redis, a connection lost in flight) may still be
+ * executed when Redis resumes, and then run on a worker: that submission answers `pending`
+ * (the routes' 202 with a status URL), never 503, and the quota it was charged stays charged.
  */
 import { Job, Queue, QueueEvents } from "bullmq";
-import { Redis } from "ioredis";
+import { Redis, ReplyError } from "ioredis";
+import { isUnansweredCommand } from "../src/redis/breaker.js";
 import { CLOSE_GRACE_MS, settleWithin } from "../src/redis/connection.js";
 import type { RedisOutages } from "../src/redis/outages.js";
 import {
@@ -53,9 +59,10 @@ const DEFAULT_RETAIN_COMPLETED = 1000;
 const RETAIN_COMPLETED_SECONDS = 24 * 3600;
 /**
  * A producer's Redis command (the add, the state look-up, opening the event reader) fails
- * after this long: a hung Redis (SIGSTOP, a stalled network) answers 503 within it instead of
- * holding the request, and its socket, for as long as Redis stays silent. An add that timed
- * out may still land; the job id is the business key, so the client's retry joins it.
+ * after this long, so a hung Redis (SIGSTOP, a stalled network) does not hold the request,
+ * and its socket, for as long as Redis stays silent. An add that timed out may still land, so
+ * it is answered `pending`, not as a failure; it also opens the process's circuit breaker, so
+ * the submissions after it are refused at once, unsent, until Redis answers a probe.
  */
 export const PRODUCER_COMMAND_TIMEOUT_MS = 2000;
 
@@ -80,6 +87,7 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
   readonly #adding = new Set<Promise<unknown>>();
   #events: Promise<QueueEvents> | undefined;
   readonly #unwatch: (() => void)[];
+  readonly #outages: RedisOutages | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(
@@ -87,6 +95,7 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     options: BullMqQueueOptions,
   ) {
     this.#prefix = options.prefix;
+    this.#outages = options.outages;
     this.#client = new Redis(options.redisUrl, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
@@ -104,6 +113,9 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
       return outages?.watch(client, `queue:${name}:${index}`) ?? (() => {});
     });
     this.#queue.on("error", (error) => outages?.report(error));
+    // The breaker's probe, unless the process's shared connection already gave it one.
+    outages?.breaker.useProbe(async () => (await this.#client.ping()) === "PONG");
+    this.#client.on("ready", () => outages?.breaker.connected());
     const retain = options.retainCompleted ?? DEFAULT_RETAIN_COMPLETED;
     this.#jobOptions = {
       attempts: options.attempts ?? DEFAULT_ATTEMPTS,
@@ -121,10 +133,13 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
   ): Promise<SubmitOutcome<Result>> {
     assertJobId(jobId);
     if (this.#closing !== undefined) throw new QueueClosedError(`queue ${this.name} is closed`);
+    const breaker = this.#outages?.breaker;
     try {
+      breaker?.assertClosed();
       await this.#connected();
       await within(this.#startEvents(), PRODUCER_COMMAND_TIMEOUT_MS, "opening the event reader");
     } catch (error) {
+      if (isUnansweredCommand(error)) breaker?.trip(error);
       throw unavailable(this.name, error);
     }
     const { outcome, settle } = this.#wait(jobId, options.waitMs);
@@ -133,7 +148,14 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     try {
       await adding;
     } catch (error) {
-      settle(unavailable(this.name, error));
+      if (error instanceof AddNotAccepted) {
+        settle(unavailable(this.name, error.cause));
+      } else {
+        // The add was sent and may yet run: the job's own event, or `pending` after waitMs,
+        // answers; the caller keeps the job's charge.
+        if (isUnansweredCommand(error)) breaker?.trip(error);
+        settle({ state: "pending", jobId });
+      }
     } finally {
       this.#adding.delete(adding);
     }
@@ -142,8 +164,18 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     return settled;
   }
 
+  /**
+   * Adds the job, then looks for an outcome no event will announce. Rejects with
+   * `AddNotAccepted` when the job certainly is not in Redis; any other rejection leaves the
+   * job's fate unknown (it was sent).
+   */
   async #add(jobId: string, payload: Payload, settle: Settle<Result>): Promise<void> {
-    await this.#queue.add(this.name, payload, { jobId, ...this.#jobOptions });
+    try {
+      await this.#queue.add(this.name, payload, { jobId, ...this.#jobOptions });
+    } catch (error) {
+      if (wasNotAccepted(error)) throw new AddNotAccepted(error);
+      throw error;
+    }
     // A duplicate add is ignored; if that job has already finished, no event will tell. The
     // state is read before the job: a job read first can finish before its state is read, and
     // it would then be answered completed without its result.
@@ -283,6 +315,23 @@ async function within<T>(work: Promise<T>, ms: number, what: string): Promise<T>
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** An add that certainly left no job in Redis; its `cause` is why. */
+class AddNotAccepted extends Error {
+  constructor(override readonly cause: unknown) {
+    super("the job was not added", { cause });
+  }
+}
+
+/**
+ * Whether a failed add certainly left nothing in Redis: Redis answered it with an error (out
+ * of memory under `noeviction`, say), or the client refused to send it (not connected, and no
+ * offline queue). A timeout or a connection lost after the write says nothing of the sort.
+ */
+function wasNotAccepted(error: unknown): boolean {
+  if (error instanceof ReplyError) return true;
+  return error instanceof Error && /Stream isn't writeable/.test(error.message);
 }
 
 function unavailable(queue: string, error: unknown): QueueUnavailableError {

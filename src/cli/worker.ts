@@ -122,7 +122,8 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       redisPrefix: config.redisPrefix,
       database: config.databaseUrl === null ? "off" : "on",
       concurrency: settings.concurrency,
-      metrics: "off",
+      // What is really served: the scrape URL (host and port only), or off (issue 34, finding 7).
+      metrics: metrics.url ?? "off",
       ed25519: ed25519Summary(),
     },
     "worker ready",

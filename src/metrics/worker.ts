@@ -10,6 +10,8 @@ import { observeDocumentStore } from "./observe.js";
 import { type MetricsListenerConfig, startMetricsServer } from "./server.js";
 
 export interface WorkerMetrics {
+  /** The scrape URL served (`http://host:port/metrics`), or null when nothing is served. */
+  readonly url: string | null;
   /** Counts the failed runs of the worker's jobs (BullMqWorkerOptions.onFailed). */
   onFailed(queue: string, final: boolean): void;
   /** `store`, its failures counted. */
@@ -50,6 +52,7 @@ export async function startWorkerMetrics(options: WorkerMetricsOptions): Promise
     log.info({ url: `${server.url}/metrics` }, "metrics listening");
   }
   return {
+    url: server === null ? null : `${server.url}/metrics`,
     onFailed: (queue, final) => metrics.queueJobFailures.inc({ queue, final: String(final) }),
     observeStore: (store) =>
       observeDocumentStore(store, (operation, kind) =>

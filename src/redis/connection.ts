@@ -11,6 +11,7 @@
  */
 import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
+import type { RedisBreaker } from "./breaker.js";
 import { type RedisLog, RedisOutages } from "./outages.js";
 
 /** How long a close waits for Redis to acknowledge before it drops the connection. */
@@ -57,11 +58,22 @@ export type RedisHealth = "up" | "down";
 
 export interface RedisConnection {
   readonly client: Redis;
+  /** The process's circuit breaker, which `run` and `ping` go through. */
+  readonly breaker: RedisBreaker;
   /** The key prefix, ending in `:`. */
   readonly prefix: string;
+  /**
+   * Runs `command` on the client through the process's circuit breaker: while Redis has not
+   * answered recently it rejects at once with `RedisCircuitOpenError`, having sent nothing.
+   * Every store's command goes through here.
+   */
+  run<T>(command: (client: Redis) => Promise<T>): Promise<T>;
   /** Resolves once the client is ready, or rejects after `timeoutMs` (default 5000). */
   waitReady(timeoutMs?: number): Promise<void>;
-  /** `up` when Redis answers PING within the command timeout, else `down`; never throws. */
+  /**
+   * `up` when Redis answers PING within the command timeout, else `down`; never throws. While
+   * the circuit is open it answers `down` at once, without a PING.
+   */
   ping(): Promise<RedisHealth>;
   /** Closes the client; later commands fail. Idempotent. */
   close(): Promise<void>;
@@ -94,10 +106,15 @@ export function openRedis(options: RedisConnectionOptions): RedisConnection {
   });
   // An outage is logged when it starts and when it ends, not once per reconnect attempt.
   const unwatch = outages.watch(client, options.name ?? "receiptd");
+  const breaker = outages.breaker;
+  breaker.useProbe(async () => (await client.ping()) === "PONG");
+  client.on("ready", () => breaker.connected());
   let closed = false;
   return {
     client,
     prefix: normalisePrefix(options.prefix),
+    breaker,
+    run: (command) => breaker.run(() => command(client)),
     waitReady(timeoutMs = 5000) {
       if (client.status === "ready") return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
@@ -113,8 +130,9 @@ export function openRedis(options: RedisConnectionOptions): RedisConnection {
       });
     },
     async ping() {
+      if (breaker.state === "open") return "down";
       try {
-        return (await client.ping()) === "PONG" ? "up" : "down";
+        return (await breaker.run(() => client.ping())) === "PONG" ? "up" : "down";
       } catch {
         return "down";
       }
@@ -123,6 +141,7 @@ export function openRedis(options: RedisConnectionOptions): RedisConnection {
       if (closed) return;
       closed = true;
       unwatch();
+      breaker.close();
       // QUIT waits for Redis; a connection caught mid-reconnect may never get an answer, and a
       // shutdown must not wait for one. Whatever happened, stop reconnecting.
       await settleWithin(client.quit(), CLOSE_GRACE_MS);

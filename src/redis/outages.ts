@@ -10,6 +10,7 @@
  * connections surface on its `error` events) can start an outage but never end one.
  */
 import type { EventEmitter } from "node:events";
+import { RedisBreaker } from "./breaker.js";
 
 /** What an outage writes: state changes only, never keys, values or the URL. */
 export interface RedisLog {
@@ -40,6 +41,12 @@ export function isConnectionError(error: unknown): boolean {
 }
 
 export class RedisOutages {
+  /**
+   * The process's one circuit breaker (breaker.ts): every Redis command of the process, the
+   * stores' and the queue producers', goes through it, so one stall is paid once, not once
+   * per request or per connection.
+   */
+  readonly breaker: RedisBreaker;
   readonly #log: RedisLog;
   readonly #down = new Set<string>();
   #outage = false;
@@ -47,6 +54,7 @@ export class RedisOutages {
 
   constructor(log: RedisLog) {
     this.#log = log;
+    this.breaker = new RedisBreaker({ log });
   }
 
   get down(): boolean {

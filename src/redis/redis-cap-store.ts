@@ -60,21 +60,19 @@ export class RedisCapStore implements CapStore {
   async consume(bucket: string, limit: number, nowMs: number = this.#now()): Promise<CapDecision> {
     checkLimit(limit);
     const keepMs = (utcDay(nowMs) + 1) * DAY_MS - nowMs + CAP_KEY_GRACE_MS;
-    const before = await CONSUME.run(
-      this.#connection.client,
-      [this.key(bucket, nowMs)],
-      [limit, keepMs],
+    const before = await this.#connection.run((client) =>
+      CONSUME.run(client, [this.key(bucket, nowMs)], [limit, keepMs]),
     );
     if (typeof before !== "number") throw new Error("unexpected answer from the cap script");
     return decide(before, limit, nowMs);
   }
 
   async refund(bucket: string, nowMs: number): Promise<void> {
-    await REFUND.run(this.#connection.client, [this.key(bucket, nowMs)], []);
+    await this.#connection.run((client) => REFUND.run(client, [this.key(bucket, nowMs)], []));
   }
 
   async count(bucket: string, nowMs: number): Promise<number> {
-    const text = await this.#connection.client.get(this.key(bucket, nowMs));
+    const text = await this.#connection.run((client) => client.get(this.key(bucket, nowMs)));
     const count = text === null ? 0 : Number(text);
     if (!Number.isSafeInteger(count)) throw new Error("unexpected value of a cap counter");
     return count;

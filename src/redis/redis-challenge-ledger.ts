@@ -29,7 +29,9 @@ export class RedisChallengeLedger implements ChallengeLedger {
     const lifetimeMs = Math.ceil(expiresAtMs - this.#now());
     // Already expired: nothing to remember, and the challenge's own expiry refuses it.
     if (lifetimeMs <= 0) return true;
-    const answer = await this.#connection.client.set(this.key(salt), "1", "PX", lifetimeMs, "NX");
+    const answer = await this.#connection.run((client) =>
+      client.set(this.key(salt), "1", "PX", lifetimeMs, "NX"),
+    );
     return answer === "OK";
   }
 

@@ -77,15 +77,13 @@ export class RedisDigestCache implements DigestCache {
   }
 
   async get(key: string): Promise<CachedVerdict | null> {
-    const text = await this.#connection.client.get(this.#entryPrefix + key);
+    const text = await this.#connection.run((client) => client.get(this.#entryPrefix + key));
     if (text === null) return null;
     const entry = parseEntry(text);
     const now = this.#now();
     if (now - entry.storedAtMs < this.#ttlMs) return entry;
-    await DROP_EXPIRED.run(
-      this.#connection.client,
-      [this.#index, this.#entryPrefix + key],
-      [key, now - this.#ttlMs],
+    await this.#connection.run((client) =>
+      DROP_EXPIRED.run(client, [this.#index, this.#entryPrefix + key], [key, now - this.#ttlMs]),
     );
     return null;
   }
@@ -99,24 +97,26 @@ export class RedisDigestCache implements DigestCache {
       verifiedAt: value.verifiedAt,
       storedAtMs: now,
     };
-    await SET.run(
-      this.#connection.client,
-      [this.#index, this.#entryPrefix + key],
-      [
-        key,
-        JSON.stringify(entry),
-        now,
-        this.#ttlMs,
-        now - this.#ttlMs,
-        this.#maxEntries,
-        this.#entryPrefix,
-      ],
+    await this.#connection.run((client) =>
+      SET.run(
+        client,
+        [this.#index, this.#entryPrefix + key],
+        [
+          key,
+          JSON.stringify(entry),
+          now,
+          this.#ttlMs,
+          now - this.#ttlMs,
+          this.#maxEntries,
+          this.#entryPrefix,
+        ],
+      ),
     );
   }
 
   /** Entries currently indexed by all instances (expired ones included until the next write). */
   async size(): Promise<number> {
-    return await this.#connection.client.zcard(this.#index);
+    return await this.#connection.run((client) => client.zcard(this.#index));
   }
 
   async close(): Promise<void> {}

@@ -51,10 +51,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   async begin(entry: string, fingerprint: string): Promise<IdempotencyBegin> {
     const claim = newClaim(fingerprint);
-    const held = await BEGIN.run(
-      this.#connection.client,
-      [this.key(entry)],
-      [claim, IDEMPOTENCY_CLAIM_MS],
+    const held = await this.#connection.run((client) =>
+      BEGIN.run(client, [this.key(entry)], [claim, IDEMPOTENCY_CLAIM_MS]),
     );
     if (typeof held === "string") return decodeEntry(held);
     return { state: "claimed", claim };
@@ -74,10 +72,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   async #settle(entry: string, claim: string, answer: string): Promise<void> {
-    await SETTLE.run(
-      this.#connection.client,
-      [this.key(entry)],
-      [claim, answer, IDEMPOTENCY_TTL_MS],
+    await this.#connection.run((client) =>
+      SETTLE.run(client, [this.key(entry)], [claim, answer, IDEMPOTENCY_TTL_MS]),
     );
   }
 

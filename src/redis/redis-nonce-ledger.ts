@@ -27,18 +27,14 @@ export class RedisNonceLedger implements NonceLedger {
     }
     // PXAT takes whole milliseconds; rounding up never shortens a reservation. An expiry
     // already past stores nothing lasting, so the authorization stays reservable.
-    const answer = await this.#connection.client.set(
-      this.key(key),
-      "1",
-      "PXAT",
-      Math.max(1, Math.ceil(expiresAtMs)),
-      "NX",
+    const answer = await this.#connection.run((client) =>
+      client.set(this.key(key), "1", "PXAT", Math.max(1, Math.ceil(expiresAtMs)), "NX"),
     );
     return answer === "OK";
   }
 
   async release(key: NonceKey): Promise<void> {
-    await this.#connection.client.del(this.key(key));
+    await this.#connection.run((client) => client.del(this.key(key)));
   }
 
   async close(): Promise<void> {}

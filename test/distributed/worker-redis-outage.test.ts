@@ -44,6 +44,7 @@ describe("receiptd worker with Redis unreachable", () => {
         DATA_DIR: dataDir,
         DATABASE_URL: "",
         LOG_LEVEL: "info",
+        WORKER_METRICS_PORT: "0",
       },
       stdio: ["ignore", "pipe", "inherit"],
     });
@@ -101,6 +102,10 @@ describe("receiptd worker with Redis unreachable", () => {
     const ready = lines.find((line) => line.msg === "worker ready");
     assert.equal(ready?.dataDir, dataDir);
     assert.match(String(ready?.issuer), /^did:key:z6Mk/);
+    // The startup line names the listener the worker really serves (it said "off").
+    const listening = lines.find((line) => line.msg === "metrics listening");
+    assert.match(String(ready?.metrics), /^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    assert.equal(ready?.metrics, listening?.url);
     // The web's format (plugins/logging.ts): level names, time, pid and hostname on every line.
     for (const line of lines) {
       assert.equal(typeof line.level, "string");

@@ -4,6 +4,8 @@ import { after, describe, test } from "node:test";
 import { BullMqQueue } from "../../queues/bullmq-queue.js";
 import { BullMqWorker } from "../../queues/bullmq-worker.js";
 import { QueueUnavailableError } from "../../queues/job-queue.js";
+import { RedisOutages } from "../../src/redis/outages.js";
+import { startPrivateRedis } from "../redis/support.js";
 import { removePrefix, TEST_REDIS_URL, testPrefix } from "../support/bullmq-redis.js";
 import { jobQueueContract, NOW } from "./job-queue-contract.js";
 
@@ -101,5 +103,59 @@ describe("BullMqQueue", () => {
     await assert.rejects(queue.submit("job-a", null, NOW), QueueUnavailableError);
     await assert.rejects(queue.submit("job-a", null, NOW), QueueUnavailableError);
     await queue.close();
+  });
+
+  test("an add sent to a hung Redis is answered pending and runs once Redis resumes; the next is refused unsent", async () => {
+    // A private server, stopped with SIGSTOP: the add reaches its socket and waits there.
+    const redis = await startPrivateRedis();
+    const ran: string[] = [];
+    const worker = new BullMqWorker<{ label: string }, null>(
+      "hung",
+      async ({ label }) => {
+        ran.push(label);
+        return null;
+      },
+      { redisUrl: redis.url, prefix, log: silent },
+    );
+    const outages = new RedisOutages({ warn() {}, info() {} });
+    const queue = new BullMqQueue<{ label: string }, null>("hung", {
+      redisUrl: redis.url,
+      prefix,
+      outages,
+    });
+    try {
+      await worker.ready();
+      assert.equal((await queue.submit("job-before", { label: "before" }, NOW)).state, "completed");
+
+      redis.pause();
+      const sent = await queue.submit("job-sent", { label: "sent" }, { waitMs: 60_000 });
+      // Not a failure: the add may still run (it does, below), so the caller is told `pending`.
+      assert.deepEqual(sent, { state: "pending", jobId: "job-sent" });
+      assert.equal(outages.breaker.state, "open");
+      // The circuit is open: refused before anything is sent, so it can never run.
+      await assert.rejects(
+        queue.submit("job-refused", { label: "refused" }, NOW),
+        QueueUnavailableError,
+      );
+      redis.resume();
+
+      // The pending job runs once Redis answers again; the refused one never does.
+      const deadline = Date.now() + 20_000;
+      while (!ran.includes("sent")) {
+        assert.ok(Date.now() < deadline, "the pending job never ran");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      while (outages.breaker.state === "open") {
+        assert.ok(Date.now() < deadline, "the circuit never closed");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal((await queue.submit("job-after", { label: "after" }, NOW)).state, "completed");
+      assert.deepEqual(ran, ["before", "sent", "after"]);
+    } finally {
+      redis.resume();
+      await queue.close();
+      await worker.close(5000);
+      await redis.stop();
+    }
   });
 });

@@ -76,9 +76,12 @@ describe("Redis connection", () => {
           store.consume("anonymous", 1, at("2026-11-21T10:00:00Z")),
           /Command timed out/,
         );
+        // The timeout opened the circuit: ping answers down at once, without sending.
+        assert.equal(connection.breaker.state, "open");
         assert.equal(await connection.ping(), "down");
         redis.resume();
-        assert.equal(await connection.ping(), "up");
+        // Closed by the breaker's probe, in the background, once Redis answers again.
+        await untilUp(connection);
       } finally {
         redis.resume();
         await connection.close();
@@ -95,7 +98,7 @@ describe("Redis connection", () => {
         assert.equal(await connection.ping(), "down");
         await redis.start();
         await connection.waitReady(10_000);
-        assert.equal(await connection.ping(), "up");
+        await untilUp(connection);
         // Whether the kill surfaces as a reset or a plain close is up to the kernel.
         assert.equal(lines.length, 2, lines.join("\n"));
         assert.match(
@@ -111,3 +114,12 @@ describe("Redis connection", () => {
     });
   });
 });
+
+/** Waits (at most 10 s) for the breaker's probe to find Redis answering again. */
+async function untilUp(connection: { ping(): Promise<string> }): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((await connection.ping()) !== "up") {
+    assert.ok(Date.now() < deadline, "redis never answered up again");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

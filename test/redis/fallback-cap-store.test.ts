@@ -184,6 +184,12 @@ describe("FallbackCapStore", () => {
       assert.equal(store.degraded, true);
       await redis.start();
       await connection.waitReady(10_000);
+      // The process's circuit breaker sends nothing until its probe has found Redis again.
+      const deadline = Date.now() + 10_000;
+      while (connection.breaker.state === "open") {
+        assert.ok(Date.now() < deadline, "the circuit never closed");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       monotonic.now = 1000;
       // The restarted Redis is empty (no persistence): the shared count starts again.
       assert.equal((await store.consume("key:outage", 5, NOON)).remaining, 4);
