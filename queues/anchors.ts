@@ -107,6 +107,16 @@ function documentBytes(job: AnchorJob, note: string | null): Uint8Array {
   return Buffer.from(dumpCompact(document), "utf8");
 }
 
+/**
+ * The bytes the document of `job` takes in the store: what `POST /anchors` charges to the
+ * principal's quota (issue 34, finding 2). The document carries the proof in base64 and each
+ * attestation decoded (an unknown attestation's payload in hex), so it is up to about 3.5
+ * times the proof's own bytes; charging the proof alone let a key store 3.5 times its quota.
+ */
+export function anchorDocumentBytes(job: AnchorJob): number {
+  return documentBytes(job, job.note).length;
+}
+
 function proofBytes(proof: string): number {
   return Buffer.byteLength(proof, "base64");
 }

@@ -264,7 +264,15 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Access and limits",
     default: String(DEFAULT_LIMITS.anchorPrincipalQuotaBytes),
     meaning:
-      "Proof bytes one principal (API key, evaluation key, x402 payer) may submit to `POST /anchors`, charged per accepted submission; past it `403 anchor_quota_exceeded`. 0: no anchors.",
+      "Stored bytes one principal (API key, x402 payer) may have `POST /anchors` write: each accepted submission is charged the size of the document it stores (the proof in base64 and its attestations); past it `403 anchor_quota_exceeded`. 0: no anchors.",
+    processes: SERVE,
+  },
+  {
+    name: "ANCHOR_EVALUATION_KEY_QUOTA_BYTES",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.anchorEvaluationQuotaBytes),
+    meaning:
+      "`ANCHOR_KEY_QUOTA_BYTES` for a self-served evaluation key: smaller, since a free key tries the service and anchors are kept forever. 0: no anchors for evaluation keys.",
     processes: SERVE,
   },
   {

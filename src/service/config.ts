@@ -38,10 +38,12 @@ export interface ServiceLimits {
   /** Stored crystal bytes one principal may hold across its tenants (`CRYSTAL_KEY_QUOTA_BYTES`). */
   crystalPrincipalQuotaBytes: number;
   /**
-   * Proof bytes one principal may submit to `POST /anchors` (`ANCHOR_KEY_QUOTA_BYTES`). Anchors
-   * have no tenant, so the principal is the only owner a quota can name.
+   * Stored bytes one principal may have `POST /anchors` write (`ANCHOR_KEY_QUOTA_BYTES`).
+   * Anchors have no tenant, so the principal is the only owner a quota can name.
    */
   anchorPrincipalQuotaBytes: number;
+  /** The same for a self-served evaluation key (`ANCHOR_EVALUATION_KEY_QUOTA_BYTES`). */
+  anchorEvaluationQuotaBytes: number;
   /**
    * `CRYSTAL_TTL_DAYS`: whole days a crystal is kept after it was first stored before
    * `receiptd crystals expire` removes it (0: never); see src/crystals/expiry.ts.
@@ -328,6 +330,9 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   // A proof is a few hundred bytes to a few KiB: tens of thousands of anchors per key, while
   // 200 evaluation keys together hold at most 12.5 GiB.
   anchorPrincipalQuotaBytes: 64 * MIB,
+  // A free key tries the service: hundreds of pending proofs, not a lifetime archive. At the
+  // default issuance (200 a day) evaluation keys add at most 200 MiB of anchors a day.
+  anchorEvaluationQuotaBytes: MIB,
   // A quarter: long enough for an agent's working memory across a project, short enough that
   // an abandoned tenant's bytes come back to the disk and to its owner's quota.
   crystalTtlDays: 90,
@@ -523,6 +528,10 @@ function limitsFrom(env: Env): ServiceLimits {
     anchorPrincipalQuotaBytes: cap(
       "ANCHOR_KEY_QUOTA_BYTES",
       DEFAULT_LIMITS.anchorPrincipalQuotaBytes,
+    ),
+    anchorEvaluationQuotaBytes: cap(
+      "ANCHOR_EVALUATION_KEY_QUOTA_BYTES",
+      DEFAULT_LIMITS.anchorEvaluationQuotaBytes,
     ),
     crystalTtlDays: integerFrom(env, "CRYSTAL_TTL_DAYS", DEFAULT_LIMITS.crystalTtlDays, 0, 36_500),
   };

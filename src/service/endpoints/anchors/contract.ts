@@ -91,8 +91,9 @@ const postAnchorSchema = {
     403: {
       ...errorResponseSchema,
       description:
-        "anchor_quota_exceeded: this principal's proof bytes (`limit`, ANCHOR_KEY_QUOTA_BYTES, " +
-        "GET /info) are used up; `held` is what it has submitted",
+        "anchor_quota_exceeded: this principal's stored anchor bytes (`limit`, " +
+        "ANCHOR_KEY_QUOTA_BYTES or ANCHOR_EVALUATION_KEY_QUOTA_BYTES, GET /info) are used up; " +
+        "`held` is what its anchors take",
       properties: {
         ...errorResponseSchema.properties,
         limit: { type: "integer" },

@@ -3,7 +3,8 @@
  * anchors queue stores it; `GET /anchors/{digest}` serves the stored bytes as they are.
  */
 import type { FastifyInstance } from "fastify";
-import { anchorId } from "../../../../queues/anchors.js";
+import { anchorDocumentBytes, anchorId } from "../../../../queues/anchors.js";
+import { capBucketOf } from "../../../access/principal.js";
 import { addUsage, chargeUsage } from "../../../storage/usage.js";
 import { errorAnswer, ServiceError, sendAnswer } from "../../errors.js";
 import { clientGone } from "../../http/client-gone.js";
@@ -33,7 +34,7 @@ const READ_FAILED = "the anchor store cannot be read right now, retry";
 
 export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOptions = {}) {
   const storeWaitMs = options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS;
-  const quotaBytes = app.serviceConfig.limits.anchorPrincipalQuotaBytes;
+  const { anchorPrincipalQuotaBytes, anchorEvaluationQuotaBytes } = app.serviceConfig.limits;
 
   route(app, storeAnchorOperation, {
     config: { idempotent: true },
@@ -43,16 +44,20 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
         clientGone: clientGone(reply),
       });
       if (!("kind" in prepared)) return sendAnswer(reply, prepared);
-      const { digest, proof } = prepared.job;
+      const { digest } = prepared.job;
       // Anchors have no owner, and a job is shared by everyone posting the same proof, so
-      // each submission is charged to its principal before it is queued.
-      const proofBytes = Buffer.byteLength(proof, "base64");
+      // each submission is charged to its principal before it is queued: the bytes of the
+      // document it stores, not of the proof alone (issue 34, finding 2).
+      const storedBytes = anchorDocumentBytes(prepared.job);
+      const evaluation = capBucketOf(request.principal) === "evaluation";
+      const quotaBytes = evaluation ? anchorEvaluationQuotaBytes : anchorPrincipalQuotaBytes;
+      const setting = evaluation ? "ANCHOR_EVALUATION_KEY_QUOTA_BYTES" : "ANCHOR_KEY_QUOTA_BYTES";
       const usage = [app.documentStore, USAGE_COLLECTION, "principal", request.principal] as const;
       const held = await fromStore(reply, "anchors", WRITE_FAILED, () =>
-        chargeUsage(...usage, proofBytes, quotaBytes),
+        chargeUsage(...usage, storedBytes, quotaBytes),
       );
       if (held !== null) {
-        const detail = `this principal has submitted ${held} bytes of anchor proofs; this one is ${proofBytes} and the quota is ${quotaBytes} (ANCHOR_KEY_QUOTA_BYTES)`;
+        const detail = `this principal's anchors take ${held} stored bytes; this one would take ${storedBytes} and the quota is ${quotaBytes} (${setting})`;
         const refusal = { detail, limit: quotaBytes, held };
         return sendAnswer(reply, errorAnswer("anchor_quota_exceeded", refusal));
       }
@@ -69,7 +74,7 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
         },
         // A 503 is retried: its charge is given back first, so the retry is the one that pays.
         undo: () =>
-          addUsage(...usage, -proofBytes).catch((error: unknown) => {
+          addUsage(...usage, -storedBytes).catch((error: unknown) => {
             request.log.warn({ err: error }, "anchor quota charge not given back");
           }),
       });

@@ -152,8 +152,13 @@ const infoSchema = {
             anchor_quota_bytes_per_key: {
               type: "integer",
               description:
-                "proof bytes one principal (key, evaluation key, x402 payer) may submit to " +
-                "POST /anchors, each accepted submission charged; more: 403 anchor_quota_exceeded",
+                "stored bytes one principal (API key, x402 payer) may have POST /anchors write: " +
+                "each accepted submission is charged its document's size (the proof in base64 " +
+                "and its attestations); more: 403 anchor_quota_exceeded",
+            },
+            anchor_quota_bytes_per_evaluation_key: {
+              type: "integer",
+              description: "the same for a self-served evaluation key",
             },
             max_batch: { type: "integer" },
             max_result_bytes: {

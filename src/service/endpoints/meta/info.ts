@@ -137,6 +137,7 @@ export async function infoRoutes(app: FastifyInstance) {
         max_anonymous_body_bytes: limits.maxAnonymousBodyBytes,
         max_crystal_uploads_per_key: limits.maxCrystalUploadsPerKey,
         anchor_quota_bytes_per_key: limits.anchorPrincipalQuotaBytes,
+        anchor_quota_bytes_per_evaluation_key: limits.anchorEvaluationQuotaBytes,
         max_batch: limits.maxBatch,
         max_result_bytes: limits.maxResultBytes,
         cpu_task_deadline_ms: app.serviceConfig.cpuPool.taskDeadlineMs,

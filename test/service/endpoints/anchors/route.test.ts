@@ -473,10 +473,11 @@ describe("anchor hosting", () => {
   });
 });
 
-describe("anchor quotas (issue 24)", () => {
-  // Every pending proof has the same length: room for two per principal, not three.
-  const proofLength = pendingProof(sha256("length")).length;
-  const quota = 2 * proofLength + Math.floor(proofLength / 2);
+describe("anchor quotas (issues 24 and 34)", () => {
+  // Every pending proof's stored document has the same length (set in `before`, from one
+  // stored by the service's own key): room for two per principal, not three.
+  let proofLength = 0;
+  let quota = 0;
   let service: TestService;
   let base: string;
   const key = async (dailyCap = 1000) => {
@@ -503,17 +504,58 @@ describe("anchor quotas (issue 24)", () => {
     readUsage(service.app.documentStore, "anchors", "principal", principal);
 
   before(async () => {
-    service = await startTestService({ limits: { anchorPrincipalQuotaBytes: quota } });
+    // Measured first, on a service without a quota worth the name: the quota is what a
+    // principal's anchors take in the store, the document, not the proof.
+    const measuring = await startTestService();
+    const digest = freshDigest();
+    const posted = await measuring.app.inject({
+      method: "POST",
+      url: "/anchors",
+      payload: { digest: digest.id, proof: b64(pendingProof(digest.bytes)) },
+    });
+    assert.equal(posted.statusCode, 200, posted.body);
+    const stored = await measuring.app.inject({ method: "GET", url: `/anchors/${digest.id}` });
+    proofLength = stored.rawPayload.length;
+    await measuring.close();
+    assert.ok(
+      proofLength > pendingProof(digest.bytes).length,
+      "a document is larger than its proof",
+    );
+    quota = 2 * proofLength + Math.floor(proofLength / 2);
+    service = await startTestService({
+      limits: { anchorPrincipalQuotaBytes: quota, anchorEvaluationQuotaBytes: proofLength },
+    });
     await service.app.listen({ port: 0, host: "127.0.0.1" });
     base = `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`;
   });
   after(() => service.close());
 
-  test("/info publishes the quota", async () => {
+  test("/info publishes the quotas", async () => {
     const info = (await (await fetch(`${base}/info`)).json()) as {
-      limits: { anchor_quota_bytes_per_key: number };
+      limits: { anchor_quota_bytes_per_key: number; anchor_quota_bytes_per_evaluation_key: number };
     };
     assert.equal(info.limits.anchor_quota_bytes_per_key, quota);
+    assert.equal(info.limits.anchor_quota_bytes_per_evaluation_key, proofLength);
+  });
+
+  test("the charge is the stored document's bytes, and an evaluation key has its own quota", async () => {
+    const alice = await key();
+    const first = freshDigest();
+    assert.equal((await postAnchor(alice.key, first)).statusCode, 200);
+    const stored = await fetch(`${base}/anchors/${first.id}`);
+    assert.equal(await held(alice.principal), (await stored.arrayBuffer()).byteLength);
+
+    const evaluation = await service.app.accessServices.keys.createEvaluation({
+      dailyCap: 100,
+      lifetimeMs: 3_600_000,
+    });
+    const who = evaluation.key;
+    assert.equal((await postAnchor(who, freshDigest())).statusCode, 200);
+    const refused = await postAnchor(who, freshDigest());
+    assert.equal(refused.statusCode, 403);
+    assert.equal(refused.json.error, "anchor_quota_exceeded");
+    assert.equal(refused.json.limit, proofLength);
+    assert.match(String(refused.json.detail), /ANCHOR_EVALUATION_KEY_QUOTA_BYTES/);
   });
 
   test("a principal past its quota is refused with the limit, before anything is queued; another is not", async () => {
