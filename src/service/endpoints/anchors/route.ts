@@ -6,6 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { anchorId } from "../../../../queues/anchors.js";
 import { addUsage, chargeUsage } from "../../../storage/usage.js";
 import { errorAnswer, ServiceError, sendAnswer } from "../../errors.js";
+import { fairShareKey } from "../../fair-share.js";
 import { clientGone } from "../../http/client-gone.js";
 import { submitDurably } from "../../http/durable-write.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
@@ -41,6 +42,7 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
       const body = transferableBody(request.body);
       const prepared = await app.cpuPool.run(prepareAnchorTask, { body }, [body], {
         clientGone: clientGone(reply),
+        principal: fairShareKey(request),
       });
       if (!("kind" in prepared)) return sendAnswer(reply, prepared);
       const { digest, proof } = prepared.job;
