@@ -227,7 +227,8 @@ export class FairQueue<Item> {
    * already in the message may add to it whatever they hold.
    */
   #nextShare(group: string | null, inMessage: Set<Share<Item>> | null): Share<Item> | null {
-    const { threads } = this.#options;
+    // With one thread, one task in flight is all anyone can hold.
+    const cap = Math.max(1, this.#options.threads - 1);
     const othersWaiting = this.#backlogged.size > 1;
     let best: Share<Item> | null = null;
     let bestStart = Number.POSITIVE_INFINITY;
@@ -235,7 +236,7 @@ export class FairQueue<Item> {
       const next = share.waiting[0];
       if (next === undefined || (group !== null && next.group !== group)) continue;
       const mayTakeThread =
-        inMessage?.has(share) === true || share.running < threads - 1 || !othersWaiting;
+        inMessage?.has(share) === true || share.running < cap || !othersWaiting;
       if (!mayTakeThread) continue;
       const start = Math.max(share.finish, this.#virtual);
       if (start < bestStart) {
