@@ -235,8 +235,7 @@ export class FairQueue<Item> {
     for (const share of this.#backlogged) {
       const next = share.waiting[0];
       if (next === undefined || (group !== null && next.group !== group)) continue;
-      const mayTakeThread =
-        inMessage?.has(share) === true || share.running < cap || !othersWaiting;
+      const mayTakeThread = inMessage?.has(share) === true || share.running < cap || !othersWaiting;
       if (!mayTakeThread) continue;
       const start = Math.max(share.finish, this.#virtual);
       if (start < bestStart) {
