@@ -76,6 +76,13 @@ export interface CpuPoolStats {
   batchedTasks: number;
   /** Tasks given up (issue 22): past `CPU_TASK_DEADLINE_MS`, or their client hung up. */
   abandonedTasks: { deadline: number; clientGone: number };
+  /** Principals with tasks waiting (the fair queue, issue 32): a count, never their names. */
+  principalsWaiting: number;
+  /**
+   * Tasks refused 503 `overloaded`: the whole queue full, the principal's own share of it full,
+   * or pushed out of the longest queue to make room for another principal's.
+   */
+  refusedTasks: { queueFull: number; principalQueueFull: number; pushedOut: number };
 }
 
 /**
@@ -195,6 +202,8 @@ export class ServiceMetrics extends ProcessMetrics {
   readonly cpuPoolThreads: Gauge;
   readonly cpuPoolBatchedTasks: Counter;
   readonly cpuPoolAbandonedTasks: Counter;
+  readonly cpuPoolPrincipalsWaiting: Gauge;
+  readonly cpuPoolRefusedTasks: Counter;
   readonly digestCache: Counter<"result">;
   readonly capRefusals: Counter<"bucket">;
   readonly payments: Counter<"outcome">;
@@ -266,6 +275,26 @@ export class ServiceMetrics extends ProcessMetrics {
         this.reset();
         this.inc({ reason: "deadline" }, stats.abandonedTasks.deadline);
         this.inc({ reason: "client_gone" }, stats.abandonedTasks.clientGone);
+      },
+    });
+    this.cpuPoolPrincipalsWaiting = new Gauge({
+      name: "receiptd_cpu_pool_principals_waiting",
+      help: "Principals (keys, evaluation keys, x402 payers, anonymous addresses) with tasks waiting for a thread of the CPU pool, which serves them in turn.",
+      registers,
+      collect: pool((stats) => stats.principalsWaiting),
+    });
+    this.cpuPoolRefusedTasks = new Counter({
+      name: "receiptd_cpu_pool_refused_tasks_total",
+      help: "Tasks the CPU pool refused (503 overloaded), by reason: queue_full (CPU_MAX_QUEUE), principal_queue_full (CPU_MAX_QUEUE_PER_PRINCIPAL), pushed_out (the newest of the longest queue, to make room for another principal).",
+      labelNames: ["reason"],
+      registers,
+      async collect(this: Counter) {
+        const stats = metrics.#cpuPool?.();
+        if (stats === undefined) return;
+        this.reset();
+        this.inc({ reason: "queue_full" }, stats.refusedTasks.queueFull);
+        this.inc({ reason: "principal_queue_full" }, stats.refusedTasks.principalQueueFull);
+        this.inc({ reason: "pushed_out" }, stats.refusedTasks.pushedOut);
       },
     });
     this.digestCache = new Counter({

@@ -506,7 +506,15 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Verification threads",
     default: "32 × CPU_THREADS",
     meaning:
-      "Tasks allowed to wait for a thread; beyond it, `503 overloaded` with `Retry-After: 1`.",
+      'Tasks allowed to wait for a thread, all principals together; beyond it, `503 overloaded` with `Retry-After: 1`. When it is full, a principal with a shorter queue pushes out the newest task of the longest one (docs/service-decisions.md, "A fair CPU pool").',
+    processes: SERVE,
+  },
+  {
+    name: "CPU_MAX_QUEUE_PER_PRINCIPAL",
+    group: "Verification threads",
+    default: "CPU_MAX_QUEUE",
+    meaning:
+      "Tasks one principal (API key, evaluation key, x402 payer, anonymous address) may have waiting for a thread; beyond it, `503 overloaded`. The default leaves the sharing to the push-out, so a principal alone may use the whole queue.",
     processes: SERVE,
   },
   {

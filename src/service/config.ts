@@ -84,6 +84,11 @@ export interface CpuPoolConfig {
   /** Tasks allowed to wait for a thread; beyond it requests get 503 `overloaded`. */
   maxQueue: number;
   /**
+   * `CPU_MAX_QUEUE_PER_PRINCIPAL`: tasks one principal may have waiting (issue 32); by default
+   * `maxQueue`, the push-out of the longest queue sharing it (fair-queue.ts).
+   */
+  maxQueuePerPrincipal: number;
+  /**
    * `CPU_TASK_DEADLINE_MS`: the longest one task may take, from the moment it is handed to
    * the pool (waiting for a thread included); then it is abandoned, its thread terminated
    * and replaced, and the request answered 503 `work_limit_exceeded` (issue 22).
@@ -598,9 +603,17 @@ function trustProxyFrom(env: Env): TrustProxy {
 
 function cpuPoolFrom(env: Env): CpuPoolConfig {
   const threads = integerFrom(env, "CPU_THREADS", availableParallelism(), 1, 1024);
+  const maxQueue = integerFrom(
+    env,
+    "CPU_MAX_QUEUE",
+    threads * QUEUED_TASKS_PER_THREAD,
+    0,
+    1_000_000,
+  );
   return {
     threads,
-    maxQueue: integerFrom(env, "CPU_MAX_QUEUE", threads * QUEUED_TASKS_PER_THREAD, 0, 1_000_000),
+    maxQueue,
+    maxQueuePerPrincipal: integerFrom(env, "CPU_MAX_QUEUE_PER_PRINCIPAL", maxQueue, 0, 1_000_000),
     taskDeadlineMs: integerFrom(
       env,
       "CPU_TASK_DEADLINE_MS",

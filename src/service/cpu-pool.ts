@@ -4,6 +4,10 @@
  * fixed size and a bounded queue; a full queue is reported as `CpuPoolOverloadedError`,
  * which the service answers with 503 instead of queueing without bound.
  *
+ * Tasks wait per principal and threads serve principals in turn, by the thread time each has
+ * used (fair-queue.ts, issue 32): one client's queue of heavy work delays another's task by
+ * about one task, and a task cut at its deadline is charged to its principal all the same.
+ *
  * Every task has a deadline (`deadlineMs`, from the moment it is handed to the pool: waiting
  * for a thread counts) and may carry its client's signal (`clientGone`). A caller whose
  * deadline passes is told `WorkLimitExceededError`, one whose client left `ClientGoneError`,
@@ -18,6 +22,12 @@ import { Piscina } from "piscina";
 import type { CpuPoolStats } from "../metrics/metrics.js";
 import { CodedError, codedErrorClass } from "../verifier/coded-error.js";
 import { DEFAULT_TASK_DEADLINE_MS } from "./config.js";
+import {
+  FairQueue,
+  type FairQueueAdmission,
+  type FairQueueEntry,
+  type FairQueueMessage,
+} from "./fair-queue.js";
 import { RUNNING_FROM_SOURCE, type TaskDefinition } from "./tasks/define-task.js";
 import type { TaskBatch, TaskBatchResults } from "./tasks/task-batch.js";
 
@@ -52,20 +62,15 @@ const MAX_BATCH_ITEMS = 16;
 /** Bodies above this size go alone: their own work dwarfs what a message costs. */
 const MAX_BATCHED_BYTES = 64 * 1024;
 
-/** A batchable task waiting for a thread, with the caller's promise. */
-interface WaitingTask {
-  input: unknown;
-  transfer: ArrayBuffer[];
+/** A task handed to the pool, with the caller's promise. */
+interface PoolTask {
+  readonly task: TaskDefinition<unknown, unknown>;
+  readonly input: unknown;
+  readonly transfer: ArrayBuffer[];
   /** Aborted when the caller stops waiting (its deadline, or its client gone). */
-  givenUp: AbortSignal;
+  readonly givenUp: AbortSignal;
   resolve(output: unknown): void;
   reject(error: unknown): void;
-}
-
-/** The tasks of one batchable definition waiting for a thread, and its messages in flight. */
-interface BatchQueue {
-  readonly waiting: WaitingTask[];
-  inFlight: number;
 }
 
 export type CpuPoolOverloadedErrorCode = "pool_overloaded";
@@ -76,11 +81,17 @@ export class CpuPoolOverloadedError extends codedErrorClass<CpuPoolOverloadedErr
   override readonly name = "CpuPoolOverloadedError";
 }
 
-/** The task ran past the pool's deadline (`limit`, in ms) and was abandoned. */
+/**
+ * The task ran past the pool's deadline (`limit`, in ms) and was abandoned. `ranMs` is the
+ * time it held a thread (0 if it never started): what the principal's fair share was charged.
+ */
 export type WorkLimitExceededErrorCode = "work_limit_exceeded";
 export class WorkLimitExceededError extends CodedError<WorkLimitExceededErrorCode> {
   override readonly name = "WorkLimitExceededError";
-  constructor(readonly limit: number) {
+  constructor(
+    readonly limit: number,
+    readonly ranMs = 0,
+  ) {
     const message = `the task did not finish within ${limit} ms`;
     super("work_limit_exceeded", message, { message });
   }
@@ -95,10 +106,21 @@ export class ClientGoneError extends codedErrorClass<ClientGoneErrorCode>("clien
   }
 }
 
-/** What a caller may add to a task: the signal that its client left. */
+/** What a caller may add to a task. */
 export interface RunOptions {
+  /** The signal that its client left. */
   clientGone?: AbortSignal;
+  /**
+   * Whose turn the task takes (`fairShareKey(request)`, fair-share.ts); tasks of no request
+   * run under `SYSTEM_PRINCIPAL`.
+   */
+  principal?: string;
+  /** The task's estimated cost, ≥ 1 (default 1): its weight when it is sent to a thread. */
+  cost?: number;
 }
+
+/** The fair-share key of work no client asked for (startup and self checks). */
+export const SYSTEM_PRINCIPAL = "system";
 
 /** Piscina's rejections when no thread is free and no queue slot is left. */
 const SATURATION_MESSAGES = new Set([
@@ -109,6 +131,8 @@ const SATURATION_MESSAGES = new Set([
 export interface CpuPoolOptions {
   threads: number;
   maxQueue: number;
+  /** Tasks one principal may have waiting (default `maxQueue`: the push-out alone shares it). */
+  maxQueuePerPrincipal?: number;
   /** The longest a task may take, waiting included, before it is abandoned. */
   deadlineMs?: number;
   /**
@@ -123,27 +147,32 @@ export interface CpuPoolOptions {
 export class CpuPool {
   readonly #pool: Piscina;
   readonly #modules: Readonly<Record<string, string>>;
-  readonly #threads: number;
-  readonly #maxQueue: number;
   readonly #deadlineMs: number;
-  readonly #batchQueues = new Map<string, BatchQueue>();
+  readonly #queue: FairQueue<PoolTask>;
   /** Aborted by `terminate`: every caller gives up at once. */
   readonly #terminating = new AbortController();
   #terminated: Promise<void> | null = null;
   #batchedTasks = 0;
   readonly #abandoned = { deadline: 0, clientGone: 0 };
+  readonly #refused = { queueFull: 0, principalQueueFull: 0, pushedOut: 0 };
 
   constructor(options: CpuPoolOptions) {
     this.#modules = options.taskModules ?? {};
-    this.#threads = options.threads;
-    this.#maxQueue = options.maxQueue;
     this.#deadlineMs = options.deadlineMs ?? DEFAULT_TASK_DEADLINE_MS;
+    this.#queue = new FairQueue({
+      threads: options.threads,
+      maxQueue: options.maxQueue,
+      maxQueuePerPrincipal: options.maxQueuePerPrincipal ?? options.maxQueue,
+      maxMessageItems: MAX_BATCH_ITEMS,
+    });
     // One listener per task in flight: many more than Node's leak warning expects.
     setMaxListeners(0, this.#terminating.signal);
     this.#pool = new Piscina({
       minThreads: options.threads,
       maxThreads: options.threads,
-      maxQueue: options.maxQueue,
+      // Messages are sent only to free threads; Piscina's queue holds one only while a
+      // terminated thread is being replaced.
+      maxQueue: options.threads,
       workerData: options.workerData,
       resourceLimits: cpuWorkerResourceLimits(),
       ...(RUNNING_FROM_SOURCE ? { execArgv: ["--import", "tsx"] } : {}),
@@ -154,11 +183,10 @@ export class CpuPool {
    * Runs `task` on a worker thread with `input`. Everything in `transfer` is moved to the
    * worker, not copied: the caller's buffers are detached afterwards.
    *
-   * A small input of a batchable task goes at once when one of its messages could run on a
-   * free thread; while all are busy it waits in the task's own queue (bounded by `maxQueue`,
-   * as Piscina's is), and the next thread to finish takes everything waiting, up to
-   * `MAX_BATCH_ITEMS`, in one message. Batches form only under load, where they save CPU,
-   * and never delay a request on an idle pool.
+   * Tasks wait in their principal's queue (fair-queue.ts) and threads serve principals in
+   * turn. A small input of a batchable task shares its message with others of its kind that
+   * wait, up to `MAX_BATCH_ITEMS`: batches form only under load, where they save CPU, and
+   * never delay a request on an idle pool.
    */
   run<Input, Output>(
     task: TaskDefinition<Input, Output>,
@@ -166,41 +194,49 @@ export class CpuPool {
     transfer: ArrayBuffer[] = [],
     options: RunOptions = {},
   ): Promise<Output> {
-    const caller = this.#caller(options.clientGone);
-    if (!task.batchable || byteLength(transfer) > MAX_BATCHED_BYTES) {
-      return caller.watch(this.#runMessage(task, input, transfer, caller.signal));
-    }
-    const key = `${task.endpoint}#${task.kind}`;
-    let queue = this.#batchQueues.get(key);
-    if (queue === undefined) {
-      queue = { waiting: [], inFlight: 0 };
-      this.#batchQueues.set(key, queue);
-    }
-    if (queue.inFlight >= this.#threads && queue.waiting.length >= this.#maxQueue) {
-      caller.dispose();
-      return Promise.reject(new CpuPoolOverloadedError("the CPU pool's queue is full"));
-    }
-    const admitted = queue;
+    let entry: FairQueueEntry<PoolTask> | null = null;
+    const caller = this.#caller(options.clientGone, () =>
+      entry === null ? 0 : this.#queue.ranMs(entry),
+    );
+    const group =
+      task.batchable && byteLength(transfer) <= MAX_BATCHED_BYTES
+        ? `${task.endpoint}#${task.kind}`
+        : null;
+    let admission: FairQueueAdmission<PoolTask> | null = null;
     const output = new Promise<Output>((resolve, reject) => {
-      const waiting: WaitingTask = {
+      const item: PoolTask = {
+        task: task as TaskDefinition<unknown, unknown>,
         input,
         transfer,
         givenUp: caller.signal,
         resolve: resolve as (value: unknown) => void,
         reject,
       };
-      admitted.waiting.push(waiting);
-      // A task given up before it was sent leaves the queue: no thread ever sees it.
-      caller.signal.addEventListener(
-        "abort",
-        () => {
-          const at = admitted.waiting.indexOf(waiting);
-          if (at >= 0) admitted.waiting.splice(at, 1);
-        },
-        { once: true },
+      admission = this.#queue.admit(
+        options.principal ?? SYSTEM_PRINCIPAL,
+        item,
+        costWeight(options.cost),
+        group,
       );
     });
-    this.#dispatch(task, admitted);
+    const admitted = admission as FairQueueAdmission<PoolTask> | null;
+    if (admitted === null || "refused" in admitted) {
+      caller.dispose();
+      if (admitted?.refused === "principal_queue_full") this.#refused.principalQueueFull++;
+      else this.#refused.queueFull++;
+      return Promise.reject(new CpuPoolOverloadedError("the CPU pool's queue is full"));
+    }
+    if (admitted.pushedOut !== null) {
+      this.#refused.pushedOut++;
+      admitted.pushedOut.item.reject(new CpuPoolOverloadedError("the CPU pool's queue is full"));
+    }
+    const queued = admitted.entry;
+    entry = queued;
+    // A task given up before it was sent leaves the queue: no thread ever sees it.
+    if (caller.signal.aborted) this.#queue.withdraw(queued);
+    else
+      caller.signal.addEventListener("abort", () => this.#queue.withdraw(queued), { once: true });
+    this.#dispatch();
     return caller.watch(output);
   }
 
@@ -209,12 +245,12 @@ export class CpuPool {
    * (its reason says which), and `watch` rejects with that reason at once, whatever the
    * message carrying the task still does.
    */
-  #caller(clientGone: AbortSignal | undefined) {
+  #caller(clientGone: AbortSignal | undefined, ranMs: () => number) {
     const controller = new AbortController();
     const limitMs = this.#deadlineMs;
     const timer = setTimeout(() => {
       this.#abandoned.deadline++;
-      controller.abort(new WorkLimitExceededError(limitMs));
+      controller.abort(new WorkLimitExceededError(limitMs, ranMs()));
     }, limitMs);
     const onGone = () => {
       this.#abandoned.clientGone++;
@@ -242,57 +278,54 @@ export class CpuPool {
     return { signal: controller.signal, watch, dispose };
   }
 
-  /** Sends waiting tasks while their messages could run on a free thread. */
-  #dispatch<Input, Output>(task: TaskDefinition<Input, Output>, queue: BatchQueue): void {
-    while (queue.inFlight < this.#threads && queue.waiting.length > 0) {
-      const freeThreads = this.#threads - queue.inFlight;
-      const size = Math.min(MAX_BATCH_ITEMS, Math.ceil(queue.waiting.length / freeThreads));
-      queue.inFlight++;
-      void this.#send(task, queue, queue.waiting.splice(0, size));
+  /** Sends messages while a thread is free and a task waits. */
+  #dispatch(): void {
+    for (let message = this.#queue.nextMessage(); message !== null; ) {
+      void this.#send(message);
+      message = this.#queue.nextMessage();
     }
   }
 
   /**
-   * One message with `items`. The thread counts as free again, and the next waiting tasks are
-   * sent, before the callers hear their answers: a caller that runs its next task at once
-   * then finds the thread free, as it would without batching.
+   * One message. The thread counts as free again (and its principals are charged the time it
+   * held the thread), and the next waiting tasks are sent, before the callers hear their
+   * answers: a caller that runs its next task at once then finds the thread free, as it
+   * would without batching.
    */
-  async #send<Input, Output>(
-    task: TaskDefinition<Input, Output>,
-    queue: BatchQueue,
-    items: WaitingTask[],
-  ): Promise<void> {
+  async #send(message: FairQueueMessage<PoolTask>): Promise<void> {
+    const items = message.entries.map((entry) => entry.item);
     let settle: () => void;
     try {
-      settle = await this.#answers(task, items);
+      settle = await this.#answers(items);
     } catch (error) {
       settle = () => {
         for (const item of items) item.reject(error);
       };
     }
-    queue.inFlight--;
-    this.#dispatch(task, queue);
+    this.#queue.finished(
+      message,
+      items.some((item) => !item.givenUp.aborted),
+    );
+    this.#dispatch();
     settle();
   }
 
   /** Runs `items` (alone, or as a `TaskBatch`); returns how to hand each caller its answer. */
-  async #answers<Input, Output>(
-    task: TaskDefinition<Input, Output>,
-    items: WaitingTask[],
-  ): Promise<() => void> {
+  async #answers(items: readonly PoolTask[]): Promise<() => void> {
     const [only] = items;
-    if (items.length === 1 && only !== undefined) {
-      const output = await this.#runMessage(task, only.input as Input, only.transfer, only.givenUp);
+    if (only === undefined) return () => {};
+    if (items.length === 1) {
+      const output = await this.#runMessage(only.task, only.input, only.transfer, only.givenUp);
       return () => only.resolve(output);
     }
-    const batch: TaskBatch<Input> = { batchOf: items.map((item) => item.input as Input) };
+    const batch: TaskBatch<unknown> = { batchOf: items.map((item) => item.input) };
     this.#batchedTasks += items.length;
     const { batchResults } = (await this.#runMessage(
-      task,
+      only.task,
       batch,
       items.flatMap((item) => item.transfer),
       allAborted(items.map((item) => item.givenUp)),
-    )) as unknown as TaskBatchResults<Output>;
+    )) as TaskBatchResults<unknown>;
     return () =>
       items.forEach((item, i) => {
         const result = batchResults[i];
@@ -301,20 +334,19 @@ export class CpuPool {
       });
   }
 
-  async #runMessage<Input, Output>(
-    task: TaskDefinition<Input, Output>,
-    input: Input | TaskBatch<Input>,
+  async #runMessage(
+    task: TaskDefinition<unknown, unknown>,
+    input: unknown,
     transfer: ArrayBuffer[],
     signal: AbortSignal,
-  ): Promise<Output> {
+  ): Promise<unknown> {
     try {
-      // Piscina returns what the task module returned; implementTask typed that as Output.
-      return (await this.#pool.run(input, {
+      return await this.#pool.run(input, {
         filename: this.#modules[task.endpoint] ?? task.module,
         name: task.kind,
         transferList: transfer,
         signal,
-      })) as Output;
+      });
     } catch (error) {
       if (error instanceof Error && SATURATION_MESSAGES.has(error.message)) {
         throw new CpuPoolOverloadedError("the CPU pool's queue is full");
@@ -326,14 +358,14 @@ export class CpuPool {
 
   /** The pool's figures for `/metrics`, read when scraped. */
   stats(): CpuPoolStats {
-    let waiting = 0;
-    for (const queue of this.#batchQueues.values()) waiting += queue.waiting.length;
     return {
-      queueSize: this.#pool.queueSize + waiting,
+      queueSize: this.#pool.queueSize + this.#queue.queued,
+      principalsWaiting: this.#queue.principalsWaiting,
       utilization: this.#pool.utilization,
       threads: this.#pool.threads.length,
       batchedTasks: this.#batchedTasks,
       abandonedTasks: { ...this.#abandoned },
+      refusedTasks: { ...this.#refused },
     };
   }
 
@@ -350,11 +382,16 @@ export class CpuPool {
   /** Waits for running and queued tasks, then stops the threads. */
   async close(): Promise<void> {
     if (this.#terminated !== null) return this.#terminated;
-    while ([...this.#batchQueues.values()].some((queue) => queue.waiting.length > 0)) {
+    while (this.#queue.queued > 0) {
       await new Promise((resolve) => setImmediate(resolve));
     }
     await this.#pool.close();
   }
+}
+
+/** A caller's cost as a scheduling weight: a finite number ≥ 1, else 1. */
+function costWeight(cost: number | undefined): number {
+  return cost !== undefined && Number.isFinite(cost) && cost >= 1 ? cost : 1;
 }
 
 /** Aborts once every one of `signals` has: a batch runs while any of its callers waits. */

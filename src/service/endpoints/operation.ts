@@ -24,6 +24,7 @@ import type {
 } from "fastify";
 import type { ServiceConfig } from "../config.js";
 import { type Answer, type ErrorCode, sendAnswer } from "../errors.js";
+import { fairShareKey } from "../fair-share.js";
 import { clientGone } from "../http/client-gone.js";
 import type { RouteAccess } from "../plugins/access.js";
 import { transferableBody } from "../plugins/raw-body.js";
@@ -156,6 +157,7 @@ export function workerRoute<Input>(
       const body = transferableBody(request.body);
       const answer = await app.cpuPool.run(task, inputOf(body), [body], {
         clientGone: clientGone(reply),
+        principal: fairShareKey(request),
       });
       return sendAnswer(reply, answer);
     },

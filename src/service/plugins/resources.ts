@@ -212,6 +212,7 @@ export const cpuPoolPlugin = fastifyPlugin(
     const pool = new CpuPool({
       threads: config.cpuPool.threads,
       maxQueue: config.cpuPool.maxQueue,
+      maxQueuePerPrincipal: config.cpuPool.maxQueuePerPrincipal,
       deadlineMs: config.cpuPool.taskDeadlineMs,
       taskModules: config.cpuPool.taskModules,
       workerData: workerContext,

@@ -7,6 +7,7 @@ import { anchorDocumentBytes, anchorId } from "../../../../queues/anchors.js";
 import { capBucketOf } from "../../../access/principal.js";
 import { addUsage, chargeUsage } from "../../../storage/usage.js";
 import { errorAnswer, ServiceError, sendAnswer } from "../../errors.js";
+import { fairShareKey } from "../../fair-share.js";
 import { clientGone } from "../../http/client-gone.js";
 import { submitDurably } from "../../http/durable-write.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
@@ -42,6 +43,7 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
       const body = transferableBody(request.body);
       const prepared = await app.cpuPool.run(prepareAnchorTask, { body }, [body], {
         clientGone: clientGone(reply),
+        principal: fairShareKey(request),
       });
       if (!("kind" in prepared)) return sendAnswer(reply, prepared);
       const { digest } = prepared.job;

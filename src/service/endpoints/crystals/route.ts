@@ -18,6 +18,7 @@ import {
   storeCrystal,
 } from "../../../crystals/store.js";
 import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
+import { fairShareKey } from "../../fair-share.js";
 import { clientGone } from "../../http/client-gone.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { fromStore } from "../../library-errors.js";
@@ -88,6 +89,7 @@ export async function crystalRoutes(app: FastifyInstance) {
       };
       const answer = await app.cpuPool.run(prepareCrystalTask, task, [body], {
         clientGone: clientGone(reply),
+        principal: fairShareKey(request),
       });
       if (answer.kind === "reply") return sendAnswer(reply, answer);
       const crystal: PreparedCrystal = answer;
@@ -140,7 +142,10 @@ export async function crystalRoutes(app: FastifyInstance) {
         readLineageSummaries(app.documentStore, tenantHash),
       );
       const task: CrystalLineageTask = { kind: "lineage", tenantHash, summaries };
-      const json = await app.cpuPool.run(lineageTask, task, [], { clientGone: clientGone(reply) });
+      const json = await app.cpuPool.run(lineageTask, task, [], {
+        clientGone: clientGone(reply),
+        principal: fairShareKey(request),
+      });
       return sendAnswer(reply, { statusCode: 200, json });
     },
   });

@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { dumpCompact } from "../../../verifier/json/dump.js";
 import type { RunOptions } from "../../cpu-pool.js";
 import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
+import { fairShareKey } from "../../fair-share.js";
 import { clientGone } from "../../http/client-gone.js";
 import { ifNoneMatchMatches, strongEtag } from "../../http/stored-document.js";
 import { keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
@@ -97,7 +98,6 @@ function sendServerCard(
 export async function mcpRoutes(app: FastifyInstance) {
   const { payments, mcpAllowedOrigins } = app.serviceConfig;
   const origins = allowedOrigins(payments.publicBaseUrl, mcpAllowedOrigins);
-  const checkRevocationDocument = revocationDocumentCheckOn(app.cpuPool);
   const { maxResultBytes } = app.serviceConfig.limits;
   const replyPart = async (part: McpReplyPart, options: RunOptions): Promise<VerifiedPart> => {
     if ("json" in part) return part;
@@ -115,7 +115,8 @@ export async function mcpRoutes(app: FastifyInstance) {
     return {
       json: await answerGetRevocations(
         app.documentStore,
-        checkRevocationDocument,
+        // Not the client's hang-up signal: the check is shared with concurrent readers.
+        revocationDocumentCheckOn(app.cpuPool, { principal: options.principal }),
         part.revocations,
       ),
     };
@@ -134,7 +135,7 @@ export async function mcpRoutes(app: FastifyInstance) {
         protocolVersion: headerValue(request, "mcp-protocol-version") ?? null,
         keyedAccess: access.granted,
       };
-      const options = { clientGone: clientGone(reply) };
+      const options = { clientGone: clientGone(reply), principal: fairShareKey(request) };
       const answer = await app.cpuPool.run(mcpTask, task, [body], options);
       if (answer.kind === "denied") {
         if (access.granted) throw new Error("the MCP worker denied a granted request");

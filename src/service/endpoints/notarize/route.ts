@@ -21,6 +21,7 @@ import {
   REQUEST_FIELDS,
 } from "../../../notarization/index.js";
 import { ServiceError, sendAnswer } from "../../errors.js";
+import { fairShareKey } from "../../fair-share.js";
 import { clientGone } from "../../http/client-gone.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { fromStore } from "../../library-errors.js";
@@ -97,7 +98,7 @@ export async function notarizeRoutes(app: FastifyInstance) {
         notarizeTask,
         { body, service: SERVICE_NAME, now: app.clock() },
         [body],
-        { clientGone: clientGone(reply) },
+        { clientGone: clientGone(reply), principal: fairShareKey(request) },
       );
       if (!("kind" in prepared)) return sendAnswer(reply, prepared);
       // Idempotent by content: the id is the digest of the signed bytes, so a retried write

@@ -4,7 +4,7 @@
  */
 
 import type { RevocationDocumentCheck } from "../../../revocations/documents.js";
-import type { CpuPool } from "../../cpu-pool.js";
+import type { CpuPool, RunOptions } from "../../cpu-pool.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { revocationDocumentSchema } from "../../schemas/revocation-document.js";
 import { defineTask } from "../../tasks/define-task.js";
@@ -24,13 +24,17 @@ export const checkRevocationDocumentTask = defineTask<RevocationDocumentTask, bo
 
 /**
  * Validation on the CPU pool (`worker.ts`), keeping Ed25519 off the main thread; MCP's
- * `get_revocations` uses it too.
+ * `get_revocations` uses it too. `options` name the request's principal, whose turn the
+ * check takes.
  */
-export function revocationDocumentCheckOn(pool: CpuPool): RevocationDocumentCheck {
+export function revocationDocumentCheckOn(
+  pool: CpuPool,
+  options: RunOptions = {},
+): RevocationDocumentCheck {
   return (bytes, issuer) => {
     const copy = new Uint8Array(bytes).buffer;
     const task: RevocationDocumentTask = { bytes: copy, issuer };
-    return pool.run(checkRevocationDocumentTask, task, [copy]);
+    return pool.run(checkRevocationDocumentTask, task, [copy], options);
   };
 }
 

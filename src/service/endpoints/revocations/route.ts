@@ -5,14 +5,15 @@
 import type { FastifyInstance } from "fastify";
 import { lookupRevocationDocument } from "../../../revocations/documents.js";
 import { errorAnswer, sendAnswer } from "../../errors.js";
+import { fairShareKey } from "../../fair-share.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
 import { route } from "../operation.js";
 import { getRevocationsOperation, revocationDocumentCheckOn } from "./contract.js";
 
 export async function revocationRoutes(app: FastifyInstance) {
-  const check = revocationDocumentCheckOn(app.cpuPool);
   route<{ Params: { issuer: string } }>(app, getRevocationsOperation, {
     handler: async (request, reply) => {
+      const check = revocationDocumentCheckOn(app.cpuPool, { principal: fairShareKey(request) });
       const found = await lookupRevocationDocument(app.documentStore, request.params.issuer, check);
       switch (found.status) {
         case "found":

@@ -6,6 +6,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { answer, sendAnswer } from "../../errors.js";
+import { fairShareKey } from "../../fair-share.js";
 import { clientGone } from "../../http/client-gone.js";
 import { submitDurably } from "../../http/durable-write.js";
 import { STORE_UNAVAILABLE } from "../../library-errors.js";
@@ -36,6 +37,7 @@ export async function paymentReceiptRoutes(
       const task: PaymentReceiptTask = { body };
       const prepared = await app.cpuPool.run(paymentReceiptTask, task, [body], {
         clientGone: clientGone(reply),
+        principal: fairShareKey(request),
       });
       if (prepared.kind === "reply") return sendAnswer(reply, prepared);
       const { tx } = prepared.job;

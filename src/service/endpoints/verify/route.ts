@@ -5,6 +5,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { sendAnswer } from "../../errors.js";
+import { fairShareKey } from "../../fair-share.js";
 import { clientGone } from "../../http/client-gone.js";
 import { rawBody } from "../../plugins/raw-body.js";
 import { route } from "../operation.js";
@@ -36,7 +37,7 @@ export async function verifyRoutes(app: FastifyInstance) {
           receipt: queryFlag(request.query.receipt),
           cache: queryFlag(request.query.cache),
         },
-        { clientGone: clientGone(reply) },
+        { clientGone: clientGone(reply), principal: fairShareKey(request) },
       );
       return sendAnswer(reply, answer);
     },
