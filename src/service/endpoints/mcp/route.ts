@@ -12,7 +12,7 @@ import { dumpCompact } from "../../../verifier/json/dump.js";
 import type { RunOptions } from "../../cpu-pool.js";
 import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
 import { clientGone } from "../../http/client-gone.js";
-import { ifNoneMatchMatches, strongEtag } from "../../http/stored-document.js";
+import { ifNoneMatchMatches, sendNotModified, strongEtag } from "../../http/stored-document.js";
 import { keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { chargeWorkDone } from "../../work-charged.js";
@@ -90,7 +90,7 @@ function sendServerCard(
     .header("cache-control", "public, max-age=3600")
     .header("access-control-allow-origin", "*")
     .header("access-control-expose-headers", "ETag");
-  if (ifNoneMatchMatches(request.headers["if-none-match"], etag)) return reply.code(304).send();
+  if (ifNoneMatchMatches(request.headers["if-none-match"], etag)) return sendNotModified(reply);
   return reply.code(200).type(mediaType).send(bytes);
 }
 
