@@ -131,7 +131,7 @@ export async function infoRoutes(app: FastifyInstance) {
         },
         limits.crystalTtlDays,
       ),
-      notarization: notarizationInfo(issuer),
+      notarization: notarizationInfo(issuer, limits),
       limits: {
         max_body_bytes: limits.maxBodyBytes,
         max_notarize_body_bytes: NOTARIZE_BODY_LIMIT_BYTES,
