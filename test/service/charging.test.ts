@@ -166,7 +166,9 @@ function chargingSuite(mode: string, overrides: () => ConfigOverrides, cleanup: 
       assert.equal(missing.status, 404);
       assert.equal(missing.remaining, String(before));
       // An unknown key is refused before any bucket is known: nothing is counted anywhere.
-      const unknown = await send("/notarize", { headers: { "x-svc-key": `svc_${"0".repeat(48)}` } });
+      const unknown = await send("/notarize", {
+        headers: { "x-svc-key": `svc_${"0".repeat(48)}` },
+      });
       assert.equal(unknown.status, 401);
       const next = await send("/notarize");
       assert.equal(next.remaining, String(before - 1));
