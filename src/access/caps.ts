@@ -167,7 +167,13 @@ export const CAP_WINDOW_SECONDS = DAY_MS / 1000;
  * The policy id of the IETF fields (docs/access-decisions.md, "RateLimit fields"): the kind of
  * the bucket shown, never the bucket itself (which names a key id or a payer's address).
  */
-export type RateLimitPolicy = "key" | "evaluation" | "x402" | "anonymous" | "anonymous-address";
+export type RateLimitPolicy =
+  | "key"
+  | "evaluation"
+  | "x402"
+  | "anonymous"
+  | "anonymous-address"
+  | "anonymous-network";
 
 /**
  * The headers every response that passed authentication carries: the seed's `X-RateLimit-*`

@@ -17,6 +17,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { verifyNotarization } from "../notarization/index.js";
+import { expireNotarizations } from "../notarization/ownership.js";
 import { revocationDocumentProblems } from "../revocations/documents.js";
 import { ConfigError, loadConfig } from "../service/config.js";
 import { ROTATION_REASON } from "../service/key-rotation.js";
@@ -35,8 +36,10 @@ import { type CliIo, processIo } from "./entry.js";
 import { CliUsageError, type ParsedLine, parseCommand } from "./parse-command.js";
 import { statementRevocations } from "./statement-revocations.js";
 
-export const USAGE =
-  "usage: receiptd notarization verify <file> [--key DID]... [--revocations P|URL]... [--expect-digest D]";
+export const USAGE = [
+  "usage: receiptd notarization verify <file> [--key DID]... [--revocations P|URL]... [--expect-digest D]",
+  "       receiptd notarization expire [--dry-run]",
+].join("\n");
 
 const HELP = `${USAGE}
 
@@ -48,6 +51,12 @@ GET /notarize/{digest} serves, or POST /notarize's answer.
 --revocations P|URL (repeatable): revocation documents to check the issuer's key against.
 --expect-digest D: the digest the statement must have (sha256:<hex> or hex).
 Prints the result as JSON. Exit status: 0 valid, 1 invalid, 2 unreadable input or usage error.
+
+expire removes, from the service's store (DATA_DIR, or DATABASE_URL in distributed mode), the
+  notarizations stored more than NOTARIZATION_TTL_DAYS whole days ago (0: never) and gives
+  their bytes back to their owners' quotas. --dry-run only reports. Run it daily
+  (docs/operations.md has a systemd timer); it prints one JSON line of counts. Exit status 0,
+  or 2 for a usage or configuration error.
 `;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -69,15 +78,31 @@ const OPTIONS = {
   key: { type: "string", multiple: true },
   revocations: { type: "string", multiple: true },
   "expect-digest": { type: "string" },
+  "dry-run": { type: "boolean" },
 } as const;
 
-function readRequest({ values, positionals }: ParsedLine<typeof OPTIONS, true>): Request {
+interface ExpireRequest {
+  expire: true;
+  dryRun: boolean;
+}
+
+function readRequest(line: ParsedLine<typeof OPTIONS, true>): Request | ExpireRequest {
+  const { values, positionals } = line;
   const [command, path, ...extra] = positionals;
+  if (command === "expire") {
+    if (path !== undefined) throw new CliUsageError(`unexpected argument ${JSON.stringify(path)}`);
+    const verifyOnly = (["key", "revocations", "expect-digest"] as const).find(
+      (name) => values[name] !== undefined,
+    );
+    if (verifyOnly !== undefined) throw new CliUsageError(`--${verifyOnly} is for verify`);
+    return { expire: true, dryRun: values["dry-run"] === true };
+  }
   if (command !== "verify") {
     throw new CliUsageError(
-      command === undefined ? "missing command: verify" : `unknown command '${command}'`,
+      command === undefined ? "missing command: verify or expire" : `unknown command '${command}'`,
     );
   }
+  if (values["dry-run"] !== undefined) throw new CliUsageError("--dry-run is for expire");
   if (path === undefined) throw new CliUsageError("missing <file>");
   if (extra.length > 0) throw new CliUsageError(`unexpected argument ${JSON.stringify(extra[0])}`);
   const keys = values.key ?? [];
@@ -189,6 +214,27 @@ async function run(request: Request, io: CliIo, env: Env): Promise<number> {
   return result.valid ? 0 : 1;
 }
 
+async function expire(dryRun: boolean, io: CliIo, env: Env): Promise<number> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new InputError(error.message);
+    throw error;
+  }
+  const ttlDays = config.limits.notarizationTtlDays;
+  const store = await openDocumentStore(config);
+  try {
+    const report = await expireNotarizations(store, { ttlDays, dryRun });
+    io.stdout(
+      `${JSON.stringify({ dry_run: dryRun, ttl_days: ttlDays, expired: report.expired, freed_bytes: report.freedBytes, adopted: report.adopted })}\n`,
+    );
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
 export async function main(
   argv: string[],
   io: CliIo = processIo,
@@ -203,6 +249,7 @@ export async function main(
   });
   if (typeof request === "number") return request;
   try {
+    if ("expire" in request) return await expire(request.dryRun, io, env);
     return await run(request, io, env);
   } catch (error) {
     if (!(error instanceof InputError)) throw error;

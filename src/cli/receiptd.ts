@@ -49,9 +49,9 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   notarization: {
     summary:
-      "check a context notarization offline: claims, signature, issuer, digest (exit 0 iff valid)",
+      "check a context notarization offline (exit 0 iff valid); expire stored ones past NOTARIZATION_TTL_DAYS",
     usage:
-      "receiptd notarization verify <file> [--key DID]... [--revocations P|URL]... [--expect-digest D]",
+      "receiptd notarization verify <file> [--key DID]... [--revocations P|URL]... [--expect-digest D] | expire [--dry-run]",
     run: async (argv) => (await import("./notarization.js")).main(argv),
   },
   revocations: {

@@ -191,6 +191,22 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     processes: SERVE,
   },
   {
+    name: "ANON_NETWORK_DAILY_CAP",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.anonymousNetworkDailyCap),
+    meaning:
+      "Keyless calls per day of one network (IPv4 /24, IPv6 /48), all its addresses together, out of `ANON_DAILY_CAP`; then `429 daily_cap_reached` for that network only.",
+    processes: SERVE,
+  },
+  {
+    name: "ANON_NEW_CLIENT_RESERVE_PERCENT",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.anonymousNewClientReservePercent),
+    meaning:
+      "The last calls of `ANON_DAILY_CAP`, in percent of it (rounded down, at most 50), that only an address's first 3 keyless calls of the day may take (an evaluation-key challenge, the key, one retry): other calls are refused once the rest is spent. 0: no reserve.",
+    processes: SERVE,
+  },
+  {
     name: "KEY_DAILY_CAP",
     group: "Access and limits",
     default: String(DEFAULT_LIMITS.keyDailyCap),
@@ -281,6 +297,37 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: String(DEFAULT_LIMITS.crystalTtlDays),
     meaning:
       "Whole days a crystal is kept after the service first stored it; `receiptd crystals expire` (run it daily) then removes it, its lineage entry and its quota bytes, once no younger crystal descends from it. 0: never.",
+    processes: ["serve", "cli"],
+  },
+  {
+    name: "NOTARIZATION_KEY_QUOTA_BYTES",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.notarizationPrincipalQuotaBytes),
+    meaning:
+      "Stored notarization bytes one API key or x402 payer may hold, charged per new statement and given back when it expires; past it `403 notarization_quota_exceeded`. 0: no notarizations.",
+    processes: SERVE,
+  },
+  {
+    name: "NOTARIZATION_EVALUATION_KEY_QUOTA_BYTES",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.notarizationEvaluationKeyQuotaBytes),
+    meaning: "The same quota for one evaluation key, smaller than a key's.",
+    processes: SERVE,
+  },
+  {
+    name: "NOTARIZATION_EVALUATION_QUOTA_BYTES",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.notarizationEvaluationQuotaBytes),
+    meaning:
+      "Stored notarization bytes all evaluation keys together may hold (the free tier is one tenant); past it `403 notarization_quota_exceeded` for every evaluation key until statements expire.",
+    processes: SERVE,
+  },
+  {
+    name: "NOTARIZATION_TTL_DAYS",
+    group: "Access and limits",
+    default: String(DEFAULT_LIMITS.notarizationTtlDays),
+    meaning:
+      "Whole days a notarization is kept after the service stored it; `receiptd notarization expire` (run it daily) then removes it and gives its bytes back to its owner's quota. 0: never.",
     processes: ["serve", "cli"],
   },
   {

@@ -49,6 +49,24 @@ export interface ServiceLimits {
    * `receiptd crystals expire` removes it (0: never); see src/crystals/expiry.ts.
    */
   crystalTtlDays: number;
+  /**
+   * Stored notarization bytes one API key or x402 payer may hold (`NOTARIZATION_KEY_QUOTA_BYTES`);
+   * notarizations have no tenant (like anchors), so the principal is the owner a quota names.
+   */
+  notarizationPrincipalQuotaBytes: number;
+  /** The same for one evaluation key (`NOTARIZATION_EVALUATION_KEY_QUOTA_BYTES`): smaller. */
+  notarizationEvaluationKeyQuotaBytes: number;
+  /**
+   * Stored notarization bytes all evaluation keys together may hold
+   * (`NOTARIZATION_EVALUATION_QUOTA_BYTES`): the free tier is one owner, whatever the number
+   * of keys it is issued as.
+   */
+  notarizationEvaluationQuotaBytes: number;
+  /**
+   * `NOTARIZATION_TTL_DAYS`: whole days a notarization is kept after it was stored before
+   * `receiptd notarization expire` removes it (0: never); see src/notarization/expiry.ts.
+   */
+  notarizationTtlDays: number;
   /** Bundles in one `POST /verify` batch. */
   maxBatch: number;
   /**
@@ -64,6 +82,18 @@ export interface ServiceLimits {
    * /64) may spend per day; the anonymous cap stays the backstop for all of them together.
    */
   anonymousAddressDailyCap: number;
+  /**
+   * `ANON_NETWORK_DAILY_CAP`: the share of the anonymous cap one network (IPv4 /24, IPv6 /48)
+   * may spend per day, all its addresses together (src/access/anonymous-cap.ts).
+   */
+  anonymousNetworkDailyCap: number;
+  /**
+   * `ANON_NEW_CLIENT_RESERVE_PERCENT`: the top of the anonymous cap, in percent of it, that
+   * only an address's first calls of the day may take, so a new client still gets an
+   * evaluation-key challenge after returning clients have spent the rest. A percentage, so the
+   * reserve follows `ANON_DAILY_CAP` wherever an operator sets it.
+   */
+  anonymousNewClientReservePercent: number;
   keyDailyCap: number;
   x402PayerDailyCap: number;
   /**
@@ -341,6 +371,15 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   // A quarter: long enough for an agent's working memory across a project, short enough that
   // an abandoned tenant's bytes come back to the disk and to its owner's quota.
   crystalTtlDays: 90,
+  // A notarization is about 1 KiB, at most 10.8 KiB: 64 MiB is thousands of the largest and
+  // tens of thousands of ordinary ones per key. An evaluation key (100 calls, 24 hours) gets
+  // 1 MiB, and the 200 evaluation keys of a day share 256 MiB (issue 32: 216 MB a day).
+  notarizationPrincipalQuotaBytes: 64 * MIB,
+  notarizationEvaluationKeyQuotaBytes: MIB,
+  notarizationEvaluationQuotaBytes: 256 * MIB,
+  // A statement is evidence of what was asserted when: a year covers an audit of the year's
+  // work; operators who must keep them longer set 0 (never).
+  notarizationTtlDays: 365,
   maxBatch: 50,
   // Room for the reference's answer to any single bundle of 10,000 `{}` receipts (3.7 MB).
   maxResultBytes: 4 * MIB,
@@ -349,6 +388,12 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   anonymousDailyCap: 2000,
   // A tenth of the pool: one address cannot spend it, ten distinct ones would have to.
   anonymousAddressDailyCap: 200,
+  // A quarter of the pool: two and a half addresses' shares. A campus or a large NAT behind
+  // one /24 gets 500 keyless reads a day; a /24 of attacking addresses no more.
+  anonymousNetworkDailyCap: 500,
+  // 5% of the pool (100 of 2,000): 33 new clients' challenge, key and one retry after the
+  // rest is spent.
+  anonymousNewClientReservePercent: 5,
   keyDailyCap: 1000,
   x402PayerDailyCap: 1000,
   // About 2 ms of main-thread CPU each: one client at most 2% of the thread, all of them 20%.
@@ -506,6 +551,17 @@ function limitsFrom(env: Env): ServiceLimits {
       "ANON_ADDRESS_DAILY_CAP",
       DEFAULT_LIMITS.anonymousAddressDailyCap,
     ),
+    anonymousNetworkDailyCap: cap(
+      "ANON_NETWORK_DAILY_CAP",
+      DEFAULT_LIMITS.anonymousNetworkDailyCap,
+    ),
+    anonymousNewClientReservePercent: integerFrom(
+      env,
+      "ANON_NEW_CLIENT_RESERVE_PERCENT",
+      DEFAULT_LIMITS.anonymousNewClientReservePercent,
+      0,
+      50,
+    ),
     keyDailyCap: cap("KEY_DAILY_CAP", DEFAULT_LIMITS.keyDailyCap),
     x402PayerDailyCap: cap("X402_DAILY_CAP", DEFAULT_LIMITS.x402PayerDailyCap),
     x402SignatureChecksPerAddress: integerFrom(
@@ -539,6 +595,25 @@ function limitsFrom(env: Env): ServiceLimits {
       DEFAULT_LIMITS.anchorEvaluationQuotaBytes,
     ),
     crystalTtlDays: integerFrom(env, "CRYSTAL_TTL_DAYS", DEFAULT_LIMITS.crystalTtlDays, 0, 36_500),
+    notarizationPrincipalQuotaBytes: cap(
+      "NOTARIZATION_KEY_QUOTA_BYTES",
+      DEFAULT_LIMITS.notarizationPrincipalQuotaBytes,
+    ),
+    notarizationEvaluationKeyQuotaBytes: cap(
+      "NOTARIZATION_EVALUATION_KEY_QUOTA_BYTES",
+      DEFAULT_LIMITS.notarizationEvaluationKeyQuotaBytes,
+    ),
+    notarizationEvaluationQuotaBytes: cap(
+      "NOTARIZATION_EVALUATION_QUOTA_BYTES",
+      DEFAULT_LIMITS.notarizationEvaluationQuotaBytes,
+    ),
+    notarizationTtlDays: integerFrom(
+      env,
+      "NOTARIZATION_TTL_DAYS",
+      DEFAULT_LIMITS.notarizationTtlDays,
+      0,
+      36_500,
+    ),
   };
 }
 

@@ -110,6 +110,7 @@ export const ERROR_STATUS = {
   tenant_forbidden: 403,
   crystal_quota_exceeded: 403,
   anchor_quota_exceeded: 403,
+  notarization_quota_exceeded: 403,
   // 404/405/406/408/409/413/415/417/422/429/431.
   not_found: 404,
   no_document: 404,

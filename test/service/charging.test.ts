@@ -157,7 +157,7 @@ function chargingSuite(mode: string, overrides: () => ConfigOverrides, cleanup: 
     });
 
     test("keyless refusals (400, 404) do not spend the anonymous bucket", async () => {
-      const first = await send("/info");
+      const first = await send("/notarize");
       assert.equal(first.status, 200);
       const before = Number(first.remaining);
       const malformed = await send("/receipts/0xnot-a-hash");
@@ -166,9 +166,11 @@ function chargingSuite(mode: string, overrides: () => ConfigOverrides, cleanup: 
       assert.equal(missing.status, 404);
       assert.equal(missing.remaining, String(before));
       // An unknown key is refused before any bucket is known: nothing is counted anywhere.
-      const unknown = await send("/info", { headers: { "x-svc-key": `svc_${"0".repeat(48)}` } });
+      const unknown = await send("/notarize", {
+        headers: { "x-svc-key": `svc_${"0".repeat(48)}` },
+      });
       assert.equal(unknown.status, 401);
-      const next = await send("/info");
+      const next = await send("/notarize");
       assert.equal(next.remaining, String(before - 1));
     });
   });

@@ -85,8 +85,8 @@ describe("/metrics of a web process", () => {
     assert.deepEqual((hit.json.cache as { hit: boolean }).hit, true);
     assert.equal((await post("/verify", "{")).status, 400);
     // The anonymous bucket holds one call: the second keyless call is refused.
-    assert.equal((await fetch(`${api}/info`)).status, 200);
-    const refused = await fetch(`${api}/info`);
+    assert.equal((await fetch(`${api}/notarize`)).status, 200);
+    const refused = await fetch(`${api}/notarize`);
     assert.equal(refused.status, 429);
     assert.equal(((await refused.json()) as { error: string }).error, "daily_cap_reached");
     const digest = `sha256:${"ab".repeat(32)}`;
@@ -145,7 +145,7 @@ describe("/metrics of a web process", () => {
       sampleValue(samples, "receiptd_http_request_duration_seconds_count", labels);
     assert.equal(count({ method: "POST", route: "/verify", status: "200" }), 5);
     assert.equal(count({ method: "POST", route: "/verify", status: "400" }), 1);
-    assert.equal(count({ method: "GET", route: "/info", status: "429" }), 1);
+    assert.equal(count({ method: "GET", route: "/notarize", status: "429" }), 1);
     assert.equal(count({ method: "GET", route: "/anchors/:digest", status: "404" }), 1);
     assert.equal(count({ method: "GET", route: "unmatched", status: "404" }), 1);
     const buckets = samplesOf(samples, "receiptd_http_request_duration_seconds_bucket", {
@@ -155,7 +155,7 @@ describe("/metrics of a web process", () => {
     assert.equal(buckets.find((sample) => sample.labels.le === "+Inf")?.value, 5);
     // Label values are patterns, never what a client wrote.
     const routes = new Set(samples.map((sample) => sample.labels.route).filter(Boolean));
-    assert.deepEqual([...routes].sort(), ["/anchors/:digest", "/info", "/verify", "unmatched"]);
+    assert.deepEqual([...routes].sort(), ["/anchors/:digest", "/notarize", "/verify", "unmatched"]);
     // Embedded mode has no BullMQ queue to report.
     assert.equal(samplesOf(samples, "receiptd_queue_jobs").length, 0);
   });

@@ -2,9 +2,14 @@
  * Serving stored documents (anchors, revocation documents, settlement receipts, crystals):
  * the stored bytes go out exactly as stored, with a strong ETag derived from them, and a
  * conditional GET whose `If-None-Match` matches is answered 304 (RFC 9110 §13.1.2).
+ *
+ * A 304 is charged like the 200 it stands for (docs/access-decisions.md, "Conditional
+ * reads"): deciding it took the same store read, and a free 304 let anyone read the store
+ * without limit with `If-None-Match: *`.
  */
 import { createHash } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { chargeWorkDone } from "../work-charged.js";
 
 /** A strong entity tag: the SHA-256 of the bytes served. */
 export function strongEtag(bytes: Uint8Array): string {
@@ -46,6 +51,12 @@ export interface StoredDocumentOptions {
   etag?: string;
 }
 
+/** Answers 304 to a conditional read whose tag matched, charged like its 200. */
+export function sendNotModified(reply: FastifyReply): FastifyReply {
+  chargeWorkDone(reply);
+  return reply.code(304).send();
+}
+
 /** Sends `bytes` as the JSON document they are, or 304 when the client already has them. */
 export function sendStoredDocument(
   request: FastifyRequest,
@@ -55,9 +66,7 @@ export function sendStoredDocument(
 ): FastifyReply {
   const etag = options.etag ?? strongEtag(bytes);
   reply.header("etag", etag).header("cache-control", options.cacheControl ?? "public, max-age=300");
-  if (ifNoneMatchMatches(request.headers["if-none-match"], etag)) {
-    return reply.code(304).send();
-  }
+  if (ifNoneMatchMatches(request.headers["if-none-match"], etag)) return sendNotModified(reply);
   return reply
     .code(200)
     .type("application/json; charset=utf-8")

@@ -15,6 +15,11 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
+import {
+  ANONYMOUS_ADDRESS_BUCKET_PREFIX,
+  ANONYMOUS_NETWORK_BUCKET_PREFIX,
+  consumeAnonymous,
+} from "../../access/anonymous-cap.js";
 import { dailyCapOf, type KeyStore, presentedKey } from "../../access/api-keys.js";
 import type { AuditLog } from "../../access/audit.js";
 import {
@@ -25,8 +30,8 @@ import {
   consumeAll,
   type RateLimitPolicy,
   rateLimitHeaders,
+  type SharedCapDecision,
 } from "../../access/caps.js";
-import { addressCounter } from "../../access/evaluation/client-address.js";
 import type { EvaluationKeys } from "../../access/evaluation/issuer.js";
 import {
   ANONYMOUS,
@@ -162,25 +167,27 @@ const DOCS = "README.md#access-and-payments";
  */
 const UNCOUNTED_ROUTES = new Set(["/health", "/health/live", CORS_PREFLIGHT_ROUTE]);
 
+/**
+ * Metadata, not resource reads (docs/access-decisions.md, "The anonymous cap"): what the
+ * service is and its API document. Never counted and their credentials never read, like the
+ * page's files; unlike health checks they stay inside the memory budget.
+ */
+const METADATA_ROUTES = new Set(["/info", "/openapi.json"]);
+
 /** Whether calls to the route `url` (as registered) are left out of caps and the memory budget. */
 export function isUncountedRoute(url: string): boolean {
   return UNCOUNTED_ROUTES.has(url);
 }
 
-/**
- * The cap-store bucket of one client address's share of the anonymous cap (an IPv4 address,
- * an IPv6 /64, by a keyed hash). Requests whose address cannot be read share one.
- */
-export const ANONYMOUS_ADDRESS_BUCKET_PREFIX = "anonymous-address:";
-
-export function anonymousShareBucket(clientAddress: string | undefined, key: Uint8Array): string {
-  const counter = clientAddress === undefined ? null : addressCounter(clientAddress, key);
-  return `${ANONYMOUS_ADDRESS_BUCKET_PREFIX}${counter ?? "unknown"}`;
+/** Whether calls to the route `url` are left out of caps (but not the memory budget). */
+export function isMetadataRoute(url: string): boolean {
+  return METADATA_ROUTES.has(url);
 }
 
 /** The rate-limit policy id of a cap-store bucket: its kind, never its key or address. */
 function policyOf(bucket: string): RateLimitPolicy {
   if (bucket.startsWith(ANONYMOUS_ADDRESS_BUCKET_PREFIX)) return "anonymous-address";
+  if (bucket.startsWith(ANONYMOUS_NETWORK_BUCKET_PREFIX)) return "anonymous-network";
   return capBucketOf(bucket as Principal);
 }
 
@@ -286,18 +293,26 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
   }
 
   /**
-   * An anonymous call: its address's share first, then the anonymous cap behind every share,
-   * so one address cannot spend the cap for everyone (issue 22).
+   * An anonymous call: its address's and its network's shares, then the anonymous cap behind
+   * every share, whose reserve only an address's first calls may take (anonymous-cap.ts).
    */
-  function chargeAnonymous(request: FastifyRequest, reply: FastifyReply) {
+  async function chargeAnonymous(request: FastifyRequest, reply: FastifyReply) {
     const { limits, addressKey } = services;
-    return chargeAll(request, reply, ANONYMOUS, [
-      {
-        bucket: anonymousShareBucket(request.ip, addressKey),
-        limit: limits.anonymousAddressDailyCap,
-      },
-      { bucket: ANONYMOUS, limit: limits.anonymousDailyCap },
-    ]);
+    const anonymousLimits = {
+      dailyCap: limits.anonymousDailyCap,
+      perAddressDailyCap: limits.anonymousAddressDailyCap,
+      perNetworkDailyCap: limits.anonymousNetworkDailyCap,
+      newClientReservePercent: limits.anonymousNewClientReservePercent,
+    };
+    const nowMs = services.clock();
+    const counted = await consumeAnonymous(
+      services.caps,
+      request.ip,
+      addressKey,
+      anonymousLimits,
+      nowMs,
+    );
+    return holdCharge(request, reply, ANONYMOUS, counted, nowMs);
   }
 
   /** Counts the request against every bucket of `charges` or none; `principal` names the metric. */
@@ -308,7 +323,19 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     charges: CapCharge[],
   ) {
     const nowMs = services.clock();
-    const { decision, refusedBy, shownBy } = await consumeAll(services.caps, charges, nowMs);
+    const counted = await consumeAll(services.caps, charges, nowMs);
+    return holdCharge(request, reply, principal, { ...counted, charges }, nowMs);
+  }
+
+  /** Refuses a request some bucket refused; else holds its places until `onSend`. */
+  function holdCharge(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    principal: Principal,
+    counted: SharedCapDecision & { charges: CapCharge[] },
+    nowMs: number,
+  ) {
+    const { decision, refusedBy, shownBy, charges } = counted;
     const policy = policyOf(charges[shownBy]?.bucket ?? principal);
     if (refusedBy !== null) {
       request.server.metrics.capRefusals.inc({ bucket: capBucketOf(principal) });
@@ -354,7 +381,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     // calls to count.
     if (access === undefined || route === undefined || access === "internal") return;
     if (access === "static") return;
-    if (UNCOUNTED_ROUTES.has(route)) return;
+    if (UNCOUNTED_ROUTES.has(route) || METADATA_ROUTES.has(route)) return;
     const { limits } = services;
     if (access === "anonymous") {
       const refusal = await chargeAnonymous(request, reply);

@@ -10,7 +10,7 @@ export const rateLimitFieldHeaders = {
   "RateLimit-Policy": {
     description:
       'the daily cap as a structured field (draft-ietf-httpapi-ratelimit-headers-11): `"<id>";q=<quota>;w=86400`, ' +
-      "the id the kind of bucket counted (`key`, `evaluation`, `x402`, `anonymous`, `anonymous-address`); " +
+      "the id the kind of bucket counted (`key`, `evaluation`, `x402`, `anonymous`, `anonymous-address`, `anonymous-network`); " +
       "the same figures as `X-RateLimit-Limit`",
     schema: { type: "string", example: '"key";q=1000;w=86400' },
   },

@@ -150,11 +150,11 @@ describe("the anonymous bucket", () => {
   });
   after(() => service.close());
 
-  test("keyless GETs and MCP discovery share it; /health is not counted", async () => {
-    const info = await service.app.inject({ method: "GET", url: "/info" });
-    assert.equal(info.statusCode, 200);
-    assert.equal(info.headers["x-ratelimit-limit"], "3");
-    assert.equal(info.headers["x-ratelimit-remaining"], "2");
+  test("keyless GETs and MCP discovery share it; /health and metadata are not counted", async () => {
+    const described = await service.app.inject({ method: "GET", url: "/notarize" });
+    assert.equal(described.statusCode, 200);
+    assert.equal(described.headers["x-ratelimit-limit"], "3");
+    assert.equal(described.headers["x-ratelimit-remaining"], "2");
     const health = await service.app.inject({ method: "GET", url: "/health" });
     assert.equal(health.statusCode, 200);
     assert.equal(health.headers["x-ratelimit-limit"], undefined);
@@ -177,14 +177,23 @@ describe("the anonymous bucket", () => {
     // A 404 is not a result: it gives its place back (charging.test.ts has the others).
     assert.equal(anchor.statusCode, 404);
     assert.equal(anchor.headers["x-ratelimit-remaining"], "1");
-    const openapi = await service.app.inject({ method: "GET", url: "/openapi.json" });
-    assert.equal(openapi.statusCode, 200);
-    assert.equal(openapi.headers["x-ratelimit-remaining"], "0");
+    const card = await service.app.inject({
+      method: "GET",
+      url: "/.well-known/mcp/server-card.json",
+    });
+    assert.equal(card.statusCode, 200);
+    assert.equal(card.headers["x-ratelimit-remaining"], "0");
 
-    const spent = await service.app.inject({ method: "GET", url: "/info" });
+    const spent = await service.app.inject({ method: "GET", url: "/notarize" });
     assert.equal(spent.statusCode, 429);
     assert.equal(spent.json().error, "daily_cap_reached");
     assert.equal(spent.headers["retry-after"], "86400");
     assert.equal((await service.app.inject({ method: "GET", url: "/health" })).statusCode, 200);
+    // Metadata is answered, uncounted, after the cap is spent.
+    for (const url of ["/info", "/openapi.json"]) {
+      const metadata = await service.app.inject({ method: "GET", url });
+      assert.equal(metadata.statusCode, 200);
+      assert.equal(metadata.headers["x-ratelimit-limit"], undefined);
+    }
   });
 });

@@ -188,7 +188,7 @@ function idempotencySuite(mode: string, overrides: () => ConfigOverrides, cleanu
       send("/verify", { method: "POST", headers, body });
 
     test("RateLimit-Policy and RateLimit say what X-RateLimit-* say, refunds included", async () => {
-      const anonymous = await send("/info");
+      const anonymous = await send("/notarize");
       assert.equal(anonymous.status, 200);
       // An anonymous call is shown its address's share (the bucket that refuses first).
       assertFieldsAgree(anonymous, "anonymous-address");

@@ -13,7 +13,7 @@ import type { RunOptions } from "../../cpu-pool.js";
 import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
 import { fairShareKey } from "../../fair-share.js";
 import { clientGone } from "../../http/client-gone.js";
-import { ifNoneMatchMatches, strongEtag } from "../../http/stored-document.js";
+import { ifNoneMatchMatches, sendNotModified, strongEtag } from "../../http/stored-document.js";
 import { keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { chargeWorkDone } from "../../work-charged.js";
@@ -91,7 +91,7 @@ function sendServerCard(
     .header("cache-control", "public, max-age=3600")
     .header("access-control-allow-origin", "*")
     .header("access-control-expose-headers", "ETag");
-  if (ifNoneMatchMatches(request.headers["if-none-match"], etag)) return reply.code(304).send();
+  if (ifNoneMatchMatches(request.headers["if-none-match"], etag)) return sendNotModified(reply);
   return reply.code(200).type(mediaType).send(bytes);
 }
 

@@ -178,11 +178,18 @@ const infoSchema = {
             anonymous: {
               type: "object",
               description:
-                "keyless calls per UTC day: each client address's share, and the cap behind all shares",
+                "keyless calls per UTC day: each client address's and each network's share, and " +
+                "the cap behind all shares, whose last new_client_reserve calls only an " +
+                "address's first new_client_calls calls of the day may take. /info, " +
+                "/openapi.json, /health and the page's files are never counted",
               properties: {
                 daily_cap: { type: "integer" },
                 per_address_daily_cap: { type: "integer" },
+                per_network_daily_cap: { type: "integer" },
+                new_client_reserve: { type: "integer" },
+                new_client_calls: { type: "integer" },
                 address: { type: "string" },
+                network: { type: "string" },
               },
             },
           },

@@ -6,6 +6,7 @@
  * services follow from the configuration (payments are null while `X402_PAY_TO` is unset).
  */
 import type { FastifyInstance } from "fastify";
+import { NEW_CLIENT_CALLS, newClientReserve } from "../../../access/anonymous-cap.js";
 import { loadCorpusSummary } from "../../../conformance/corpus.js";
 import { OUTCOME_TABLE } from "../../../erc8004/outcome.js";
 import { DEFAULT_CHAIN_ID, DEFAULT_VALIDATION_REGISTRY } from "../../../erc8004/registry.js";
@@ -130,7 +131,7 @@ export async function infoRoutes(app: FastifyInstance) {
         },
         limits.crystalTtlDays,
       ),
-      notarization: notarizationInfo(issuer),
+      notarization: notarizationInfo(issuer, limits),
       limits: {
         max_body_bytes: limits.maxBodyBytes,
         max_notarize_body_bytes: NOTARIZE_BODY_LIMIT_BYTES,
@@ -150,7 +151,14 @@ export async function infoRoutes(app: FastifyInstance) {
         anonymous: {
           daily_cap: limits.anonymousDailyCap,
           per_address_daily_cap: limits.anonymousAddressDailyCap,
+          per_network_daily_cap: limits.anonymousNetworkDailyCap,
+          new_client_reserve: newClientReserve({
+            dailyCap: limits.anonymousDailyCap,
+            newClientReservePercent: limits.anonymousNewClientReservePercent,
+          }),
+          new_client_calls: NEW_CLIENT_CALLS,
           address: "an IPv4 address or an IPv6 /64, as seen through TRUST_PROXY",
+          network: "an IPv4 /24 or an IPv6 /48 of that address",
         },
       },
       payments: paymentsInfo(app.serviceConfig.payments.settings),

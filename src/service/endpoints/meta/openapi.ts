@@ -15,7 +15,7 @@ import fastifyPlugin from "fastify-plugin";
 import { VERIFIER_VERSION } from "../../../verifier/version.js";
 import { ERROR_STATUS, type ErrorCode } from "../../errors.js";
 import { FASTIFY_VERSION, PLATFORM } from "../../platform-names.js";
-import { isUncountedRoute, type RouteAccess } from "../../plugins/access.js";
+import { isMetadataRoute, isUncountedRoute, type RouteAccess } from "../../plugins/access.js";
 import { codesByStatus, describeCodes, errorResponseSchema } from "../../schemas/errors.js";
 import { idempotencyKeyParameter, rateLimitFieldHeaders } from "../../schemas/headers.js";
 import { type OperationName, route, type Tag } from "../operation.js";
@@ -121,8 +121,8 @@ function derivedCodes(facts: RouteFacts, payments: boolean): ErrorCode[] {
   // Any request: a URL or header Node cannot read, a full connection table, a fault.
   const codes: ErrorCode[] = ["bad_request", "too_many_connections", "internal_error"];
   const { access } = facts;
-  // `anonymous` routes read no credential, so none can conflict.
-  if (access !== "internal" && access !== undefined && !uncounted) {
+  // `anonymous` routes read no credential, so none can conflict; metadata reads none either.
+  if (access !== "internal" && access !== undefined && !uncounted && !isMetadataRoute(facts.url)) {
     codes.push(
       ...(access === "anonymous" ? [] : (["conflicting_credentials"] as const)),
       "daily_cap_reached",

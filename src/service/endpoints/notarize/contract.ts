@@ -54,6 +54,19 @@ const notarizeSchema = {
         field: { type: "string" },
       },
     },
+    403: {
+      ...errorResponseSchema,
+      description:
+        "notarization_quota_exceeded: the stored statements of this principal " +
+        "(NOTARIZATION_KEY_QUOTA_BYTES; an evaluation key: NOTARIZATION_EVALUATION_KEY_QUOTA_BYTES) " +
+        "or of all evaluation keys together (NOTARIZATION_EVALUATION_QUOTA_BYTES) would pass " +
+        "`limit` (GET /info); `held` is what they hold. Bytes come back as statements expire",
+      properties: {
+        ...errorResponseSchema.properties,
+        limit: { type: "integer" },
+        held: { type: "integer" },
+      },
+    },
     ...commonErrorResponses,
   },
 } as const;
@@ -128,6 +141,7 @@ export const notarizeOperation = defineOperation({
     "invalid_metadata_key",
     "invalid_metadata_value",
     "invalid_canonical_statement",
+    "notarization_quota_exceeded",
     "store_unavailable",
   ],
   schema: notarizeSchema,

@@ -20,7 +20,13 @@ import {
   normalizeDigest,
   REQUEST_FIELDS,
 } from "../../../notarization/index.js";
-import { ServiceError, sendAnswer } from "../../errors.js";
+import {
+  type NotarizationQuotas,
+  notarizationQuotaTerms,
+  storeOwnedNotarization,
+} from "../../../notarization/ownership.js";
+import type { ServiceLimits } from "../../config.js";
+import { errorAnswer, ServiceError, sendAnswer } from "../../errors.js";
 import { fairShareKey } from "../../fair-share.js";
 import { clientGone } from "../../http/client-gone.js";
 import { sendStoredDocument } from "../../http/stored-document.js";
@@ -55,7 +61,7 @@ const REQUEST_RULES: Record<(typeof REQUEST_FIELDS)[number], string> = {
 };
 
 /** What `GET /notarize` and `/info` say of the service (the issuer is read per request). */
-export function notarizationInfo(issuer: string) {
+export function notarizationInfo(issuer: string, limits: ServiceLimits) {
   return {
     spec: NOTARIZATION_SPEC,
     kind: NOTARIZATION_KIND,
@@ -82,13 +88,26 @@ export function notarizationInfo(issuer: string) {
       issued_at: "whole UTC seconds",
     },
     lookup_url: "/notarize/<hex of the digest>",
-    store: "each statement's document under its digest, kept; files (embedded) or PostgreSQL",
+    store:
+      "each statement's document under its digest; files (embedded) or PostgreSQL; kept " +
+      "ttl_days (quotas) and then removed by receiptd notarization expire",
     note: NOTARIZATION_NOTE,
     verify_offline: "receiptd notarization verify <file>",
+    quotas: notarizationQuotaTerms(notarizationQuotas(limits), limits.notarizationTtlDays),
+  };
+}
+
+/** The quotas of `limits` (src/notarization/ownership.ts). */
+export function notarizationQuotas(limits: ServiceLimits): NotarizationQuotas {
+  return {
+    principalBytes: limits.notarizationPrincipalQuotaBytes,
+    evaluationKeyBytes: limits.notarizationEvaluationKeyQuotaBytes,
+    evaluationBytes: limits.notarizationEvaluationQuotaBytes,
   };
 }
 
 export async function notarizeRoutes(app: FastifyInstance) {
+  const quotas = notarizationQuotas(app.serviceConfig.limits);
   route(app, notarizeOperation, {
     bodyLimit: NOTARIZE_BODY_LIMIT_BYTES,
     config: { idempotent: true },
@@ -102,10 +121,31 @@ export async function notarizeRoutes(app: FastifyInstance) {
       );
       if (!("kind" in prepared)) return sendAnswer(reply, prepared);
       // Idempotent by content: the id is the digest of the signed bytes, so a retried write
-      // of this statement stores nothing.
-      await fromStore(reply, "documents", WRITE_FAILED, () =>
-        app.documentStore.create(NOTARIZATIONS, prepared.digest, prepared.document),
+      // of this statement stores nothing and is charged nothing.
+      const stored = await fromStore(reply, "documents", WRITE_FAILED, () =>
+        storeOwnedNotarization(
+          app.documentStore,
+          prepared.digest,
+          prepared.document,
+          request.principal,
+          quotas,
+          new Date(app.clock()),
+        ),
       );
+      if ("quotaExceeded" in stored) {
+        const { quotaExceeded, quotaBytes, heldBytes } = stored;
+        const owner =
+          quotaExceeded === "tenant" ? "all evaluation keys together hold" : "this principal holds";
+        const detail = `${owner} ${heldBytes} bytes of notarizations; this one is ${prepared.document.byteLength} and the quota is ${quotaBytes}; bytes come back as statements expire`;
+        return sendAnswer(
+          reply,
+          errorAnswer("notarization_quota_exceeded", {
+            detail,
+            limit: quotaBytes,
+            held: heldBytes,
+          }),
+        );
+      }
       return sendAnswer(reply, { statusCode: 200, json: prepared.answer });
     },
   });
@@ -127,6 +167,7 @@ export async function notarizeRoutes(app: FastifyInstance) {
   });
 
   route(app, describeNotarizationOperation, {
-    handler: async () => notarizationInfo(app.serviceIdentity.signer().did),
+    handler: async () =>
+      notarizationInfo(app.serviceIdentity.signer().did, app.serviceConfig.limits),
   });
 }

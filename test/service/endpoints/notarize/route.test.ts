@@ -278,6 +278,66 @@ for (const mode of MODES) {
   });
 }
 
+for (const distributed of [false, true]) {
+  describe(`notarization quota (${distributed ? "distributed" : "embedded"})`, () => {
+    const quotaSchema = privateSchema();
+    let service: TestService;
+    let tick = T0;
+    before(async () => {
+      service = await startTestService(
+        {
+          limits: { notarizationPrincipalQuotaBytes: 4096 },
+          ...(distributed
+            ? {
+                redisUrl: SHARED_REDIS_URL,
+                redisPrefix: randomPrefix(),
+                databaseUrl: DATABASE_URL,
+                databaseSchema: quotaSchema,
+              }
+            : {}),
+        },
+        { clock: () => tick },
+      );
+    });
+    after(async () => {
+      await service.close();
+      if (distributed) await dropSchema(quotaSchema);
+    });
+
+    test("past the key's quota: 403 notarization_quota_exceeded, nothing stored", async () => {
+      const quota = (await service.app.inject({ method: "GET", url: "/info" })).json<{
+        notarization: { quotas: Record<string, number> };
+      }>().notarization.quotas;
+      assert.equal(quota.quota_bytes_per_key, 4096);
+      assert.equal(quota.ttl_days, 365);
+      let stored = 0;
+      for (let attempt = 0; attempt < 20; attempt += 1) {
+        tick += 1000;
+        const answer = await service.app.inject({
+          method: "POST",
+          url: "/notarize",
+          headers: { "content-type": "application/json", ...service.authHeaders },
+          payload: JSON.stringify({ context_digest: HEX, action: `attempt ${attempt}` }),
+        });
+        if (answer.statusCode === 200) {
+          stored += 1;
+          continue;
+        }
+        assert.equal(answer.statusCode, 403, answer.body);
+        const body = answer.json<{ error: string; limit: number; held: number; detail: string }>();
+        assert.equal(body.error, "notarization_quota_exceeded");
+        assert.equal(body.limit, 4096);
+        assert.ok(body.held <= 4096 && body.held > 0);
+        assert.match(body.detail, /this principal holds/);
+        break;
+      }
+      assert.ok(stored >= 1 && stored < 20, `stored ${stored}`);
+      const kept = await service.app.documentStore.list("notarizations", "sha256:");
+      assert.equal(kept.length, stored);
+    });
+  });
+}
+
 describe("POST /notarize with x402 on", () => {
   test("a call without a key is offered a payment, like POST /anchors", async () => {
     const service = await startTestService(

@@ -149,9 +149,9 @@ describe("the verification page", () => {
     });
     assert.equal(withUnknownKey.statusCode, 200);
     // The anonymous bucket is untouched: keyless reads still have the whole cap.
-    const info = await service.app.inject({ method: "GET", url: "/info" });
-    assert.equal(info.statusCode, 200);
-    assert.equal(info.headers["x-ratelimit-remaining"], String(ANONYMOUS_CAP - 1));
+    const read = await service.app.inject({ method: "GET", url: "/notarize" });
+    assert.equal(read.statusCode, 200);
+    assert.equal(read.headers["x-ratelimit-remaining"], String(ANONYMOUS_CAP - 1));
   });
 
   test("the page is not an operation of /openapi.json", async () => {
