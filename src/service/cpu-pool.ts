@@ -58,6 +58,8 @@ interface WaitingTask {
   transfer: ArrayBuffer[];
   /** Aborted when the caller stops waiting (its deadline, or its client gone). */
   givenUp: AbortSignal;
+  /** Called when its message is handed to a thread (the run time starts). */
+  started(): void;
   resolve(output: unknown): void;
   reject(error: unknown): void;
 }
@@ -76,11 +78,18 @@ export class CpuPoolOverloadedError extends codedErrorClass<CpuPoolOverloadedErr
   override readonly name = "CpuPoolOverloadedError";
 }
 
-/** The task ran past the pool's deadline (`limit`, in ms) and was abandoned. */
+/**
+ * The task ran past the pool's deadline (`limit`, in ms) and was abandoned. `ranMs`: how long
+ * its message had been on a thread by then (0 if it never left the queue), the work it is
+ * charged for.
+ */
 export type WorkLimitExceededErrorCode = "work_limit_exceeded";
 export class WorkLimitExceededError extends CodedError<WorkLimitExceededErrorCode> {
   override readonly name = "WorkLimitExceededError";
-  constructor(readonly limit: number) {
+  constructor(
+    readonly limit: number,
+    readonly ranMs = 0,
+  ) {
     const message = `the task did not finish within ${limit} ms`;
     super("work_limit_exceeded", message, { message });
   }
@@ -95,9 +104,11 @@ export class ClientGoneError extends codedErrorClass<ClientGoneErrorCode>("clien
   }
 }
 
-/** What a caller may add to a task: the signal that its client left. */
+/** What a caller may add to a task: the signal that its client left, and its weight. */
 export interface RunOptions {
   clientGone?: AbortSignal;
+  /** The task's estimated weight (≥ 1) for the pool's fair share (`cost.ts`). */
+  cost?: number;
 }
 
 /** Piscina's rejections when no thread is free and no queue slot is left. */
@@ -168,6 +179,7 @@ export class CpuPool {
   ): Promise<Output> {
     const caller = this.#caller(options.clientGone);
     if (!task.batchable || byteLength(transfer) > MAX_BATCHED_BYTES) {
+      caller.started();
       return caller.watch(this.#runMessage(task, input, transfer, caller.signal));
     }
     const key = `${task.endpoint}#${task.kind}`;
@@ -186,6 +198,7 @@ export class CpuPool {
         input,
         transfer,
         givenUp: caller.signal,
+        started: caller.started,
         resolve: resolve as (value: unknown) => void,
         reject,
       };
@@ -212,9 +225,14 @@ export class CpuPool {
   #caller(clientGone: AbortSignal | undefined) {
     const controller = new AbortController();
     const limitMs = this.#deadlineMs;
+    let startedAt: number | null = null;
+    const started = () => {
+      startedAt ??= performance.now();
+    };
     const timer = setTimeout(() => {
       this.#abandoned.deadline++;
-      controller.abort(new WorkLimitExceededError(limitMs));
+      const ranMs = startedAt === null ? 0 : performance.now() - startedAt;
+      controller.abort(new WorkLimitExceededError(limitMs, ranMs));
     }, limitMs);
     const onGone = () => {
       this.#abandoned.clientGone++;
@@ -239,7 +257,7 @@ export class CpuPool {
       });
       return Promise.race([output, abandoned]).finally(dispose);
     };
-    return { signal: controller.signal, watch, dispose };
+    return { signal: controller.signal, watch, dispose, started };
   }
 
   /** Sends waiting tasks while their messages could run on a free thread. */
@@ -262,6 +280,7 @@ export class CpuPool {
     queue: BatchQueue,
     items: WaitingTask[],
   ): Promise<void> {
+    for (const item of items) item.started();
     let settle: () => void;
     try {
       settle = await this.#answers(task, items);

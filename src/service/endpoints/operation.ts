@@ -14,6 +14,7 @@ import type {
   FastifyContextConfig,
   FastifyInstance,
   FastifyReply,
+  FastifyRequest,
   FastifySchema,
   HTTPMethods,
   RawReplyDefaultExpression,
@@ -28,6 +29,7 @@ import { clientGone } from "../http/client-gone.js";
 import type { RouteAccess } from "../plugins/access.js";
 import { transferableBody } from "../plugins/raw-body.js";
 import type { TaskDefinition } from "../tasks/define-task.js";
+import { queueWeightOfBody } from "../verification/cost.js";
 
 /** The groups of `/openapi.json`; their descriptions are in `meta/openapi.ts`. */
 export type Tag =
@@ -149,13 +151,14 @@ export function workerRoute<Input>(
   app: FastifyInstance,
   operation: OperationContract,
   task: TaskDefinition<Input, Answer | Promise<Answer>>,
-  inputOf: (body: ArrayBuffer) => Input,
+  inputOf: (body: ArrayBuffer, request: FastifyRequest) => Input,
 ): void {
   route(app, operation, {
     handler: async (request, reply: FastifyReply) => {
       const body = transferableBody(request.body);
-      const answer = await app.cpuPool.run(task, inputOf(body), [body], {
+      const answer = await app.cpuPool.run(task, inputOf(body, request), [body], {
         clientGone: clientGone(reply),
+        cost: queueWeightOfBody(body.byteLength),
       });
       return sendAnswer(reply, answer);
     },
