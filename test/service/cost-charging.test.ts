@@ -6,6 +6,7 @@
  * task cut by the work deadline is charged by its run time instead of being a free 503.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { distinctIssuersBundle } from "../../bench/fixtures.js";
@@ -38,12 +39,24 @@ function costSuite(mode: string, overrides: () => ConfigOverrides, cleanup: () =
   describe(`charges follow cost (${mode})`, () => {
     let service: TestService;
     let base: string;
+    // A second service whose verify worker spins on request, with a short deadline: the heavy
+    // bodies above must not meet that deadline on a loaded machine.
+    let spinning: TestService;
+    let spinningBase: string;
 
+    const listen = async (started: TestService) => {
+      await started.app.listen({ port: 0, host: "127.0.0.1" });
+      return `http://127.0.0.1:${(started.app.server.address() as AddressInfo).port}`;
+    };
     before(async () => {
       service = await startTestService(
+        { ...overrides(), limits: { maxBodyBytes: 1_100_000 } },
+        { anonymous: true },
+      );
+      base = await listen(service);
+      spinning = await startTestService(
         {
           ...overrides(),
-          limits: { maxBodyBytes: 1_100_000 },
           cpuPool: {
             threads: 1,
             taskDeadlineMs: DEADLINE_MS,
@@ -52,18 +65,30 @@ function costSuite(mode: string, overrides: () => ConfigOverrides, cleanup: () =
         },
         { anonymous: true },
       );
-      await service.app.listen({ port: 0, host: "127.0.0.1" });
-      base = `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`;
+      spinningBase = await listen(spinning);
     });
     after(async () => {
       await service.close();
+      await spinning.close();
       await cleanup();
     });
 
-    const verify = async (key: string, body: Buffer | string): Promise<Sent> => {
-      const response = await fetch(`${base}/verify`, {
+    const post = async (
+      path: string,
+      key: string,
+      body: Buffer | string,
+      headers: Record<string, string> = {},
+    ): Promise<Sent> => postTo(base, path, key, body, headers);
+    const postTo = async (
+      at: string,
+      path: string,
+      key: string,
+      body: Buffer | string,
+      headers: Record<string, string> = {},
+    ): Promise<Sent> => {
+      const response = await fetch(`${at}${path}`, {
         method: "POST",
-        headers: { "x-svc-key": key, "content-type": "application/json" },
+        headers: { "x-svc-key": key, "content-type": "application/json", ...headers },
         body,
       });
       const text = await response.text();
@@ -74,9 +99,23 @@ function costSuite(mode: string, overrides: () => ConfigOverrides, cleanup: () =
         json: JSON.parse(text) as Record<string, unknown>,
       };
     };
-    const keyWithCap = async (name: string, dailyCap: number) =>
+    const verify = (key: string, body: Buffer | string) => post("/verify", key, body);
+    const callVerifyBundle = (key: string, bundle: Buffer) =>
+      post(
+        "/mcp",
+        key,
+        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"verify_bundle","arguments":{"bundle":${bundle.toString("utf8")}}}}`,
+        { accept: "application/json, text/event-stream" },
+      );
+    const validate = (key: string, bundle: Buffer) => {
+      const taskId = (JSON.parse(bundle.toString("utf8")) as { task_id: string }).task_id;
+      const taskHash = `sha256:${createHash("sha256").update(taskId).digest("hex")}`;
+      const head = JSON.stringify({ request_id: `0x${"5a".repeat(32)}`, task_hash: taskHash });
+      return post("/erc8004/validate", key, `${head.slice(0, -1)},"bundle":${bundle}}`);
+    };
+    const keyWithCap = async (name: string, dailyCap: number, on = service) =>
       (
-        await service.app.accessServices.keys.create({
+        await on.app.accessServices.keys.create({
           name: `${name}-${mode.replace(/\W/g, "-")}`,
           dailyCap,
         })
@@ -121,17 +160,41 @@ function costSuite(mode: string, overrides: () => ConfigOverrides, cleanup: () =
       assert.equal(normal.remaining, HEAVY_UNITS - 2);
     });
 
+    test("MCP verify_bundle and the ERC-8004 evaluation are charged the same way", {
+      timeout: 60_000,
+    }, async () => {
+      const key = await keyWithCap("shared", 100);
+      const normalCall = await callVerifyBundle(key, TRUSTED);
+      assert.equal(normalCall.status, 200);
+      assert.equal(normalCall.remaining, 99);
+      const heavyCall = await callVerifyBundle(key, HEAVY);
+      assert.equal(heavyCall.status, 200);
+      assert.equal(heavyCall.remaining, 99 - HEAVY_UNITS);
+      const evaluation = await validate(key, HEAVY);
+      assert.equal(evaluation.status, 200, JSON.stringify(evaluation.json).slice(0, 200));
+      assert.equal(evaluation.json.verdict, "UNTRUSTED");
+      assert.equal(evaluation.remaining, 99 - 2 * HEAVY_UNITS);
+
+      const short = await keyWithCap("shared-short", HEAVY_UNITS - 1);
+      for (const refused of [await callVerifyBundle(short, HEAVY), await validate(short, HEAVY)]) {
+        assert.equal(refused.status, 429);
+        assert.equal(refused.json.error, "cost_exceeds_cap");
+        assert.equal(refused.remaining, HEAVY_UNITS - 1);
+      }
+    });
+
     test("a task cut by the deadline is charged by its run time", {
       timeout: 60_000,
     }, async () => {
-      const key = await keyWithCap("deadline", 100);
-      const cut = await verify(key, SPIN_MARKER);
+      const key = await keyWithCap("deadline", 100, spinning);
+      const verifySpinning = (body: Buffer | string) => postTo(spinningBase, "/verify", key, body);
+      const cut = await verifySpinning(SPIN_MARKER);
       assert.equal(cut.status, 503);
       assert.deepEqual(cut.json, { error: "work_limit_exceeded", limit: DEADLINE_MS });
       // It ran about the whole deadline on a thread: charged at least that many units' worth.
       const atLeast = Math.floor(DEADLINE_MS / UNIT_CPU_MS) - 1;
       assert.ok(100 - cut.remaining >= atLeast, `charged ${100 - cut.remaining} units`);
-      const next = await verify(key, TRUSTED);
+      const next = await verifySpinning(TRUSTED);
       assert.equal(next.status, 200);
       assert.equal(next.remaining, cut.remaining - 1);
     });

@@ -134,8 +134,8 @@ export type McpAnswer =
       charged?: true;
       /** The verdicts of the `verify_bundle` calls answered here, for `/metrics`. */
       verdicts?: VerdictTally;
-      /** The cap units the body's `verify_bundle` calls are charged (`cost.ts`). */
-      units: number;
+      /** The cap units the body's `verify_bundle` calls are charged (`cost.ts`), if any. */
+      units?: number;
     };
 
 /** What a settlement receipt records of a paid `tools/call` (settlement-receipt.ts). */
@@ -227,7 +227,6 @@ function refused(
     batch: false,
     toolCall: null,
     parts: [{ json: errorResponse(id, code, message, data) }],
-    units: 1,
   };
 }
 
@@ -441,12 +440,13 @@ export function answerMcpRequest(
   const messages = values.map(classifyMessage);
   const toolCall = toolCallOf(messages);
   if (toolCall !== null && !task.keyedAccess) return { kind: "denied" };
-  let units: number;
+  const bundles = bundlesToVerify(messages);
+  let units: { units?: number } = {};
   try {
-    units = chargeableUnits(
-      countVerificationCost(bundlesToVerify(messages), bytes.byteLength),
-      task.authorisedUnits ?? MAX_UNITS_PER_REQUEST,
-    );
+    if (bundles.length > 0) {
+      const counts = countVerificationCost(bundles, bytes.byteLength);
+      units = { units: chargeableUnits(counts, task.authorisedUnits ?? MAX_UNITS_PER_REQUEST) };
+    }
   } catch (error) {
     return { kind: "refusal", answer: errorAnswerOf(error) };
   }
@@ -469,11 +469,11 @@ export function answerMcpRequest(
       parts: [{ json: resultTooLargeResponse(idJson(single), error.limit) }],
       toolCall,
       charged: true,
-      units,
+      ...units,
     };
   }
   if (parts.length === 0) return { kind: "accepted" };
   const statusCode = !batch && messages[0]?.kind === "invalid" ? 400 : 200;
-  const reply: McpAnswer = { kind: "reply", statusCode, batch, parts, toolCall, units };
+  const reply: McpAnswer = { kind: "reply", statusCode, batch, parts, toolCall, ...units };
   return Object.keys(state.verdicts).length === 0 ? reply : { ...reply, verdicts: state.verdicts };
 }

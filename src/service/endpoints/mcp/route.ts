@@ -154,7 +154,7 @@ export async function mcpRoutes(app: FastifyInstance) {
       if (answer.kind === "accepted") return reply.code(202).send();
       if (answer.toolCall !== null) markKeyedWorkDone(request, answer.toolCall);
       app.bundleVerifications.count(answer.verdicts);
-      chargeUnits(reply, answer.units);
+      if (answer.units !== undefined) chargeUnits(reply, answer.units);
       const parts = await Promise.all(
         answer.parts.map((part) => replyPart(part, options, task.authorisedUnits ?? 1)),
       );
