@@ -211,3 +211,26 @@ export function countVerificationCost(bundles: readonly JsonValue[], bytes: numb
 export function countBundleCost(bundle: JsonObject, bytes: number): CostCounts {
   return countVerificationCost([bundle], bytes);
 }
+
+/** What `GET /info` states of cap units (`limits.cost_units`). */
+export function costUnitsInfo() {
+  return {
+    unit: "one cap unit buys what the heaviest legitimate request the bench knows needs: a 1 MiB batch of 50 real bundles",
+    unit_weight: UNIT_WEIGHT,
+    weights: {
+      signature: COST_WEIGHTS.signature,
+      distinct_key: COST_WEIGHTS.distinctKey,
+      edge_point_signature: COST_WEIGHTS.edgePointSignature,
+      edge_point_key: COST_WEIGHTS.edgePointKey,
+      kibibyte: COST_WEIGHTS.kibibyte,
+    },
+    charged:
+      "POST /verify, POST /mcp (verify_bundle), POST /erc8004/validate: ceil(weight / unit_weight) units, at least 1, counted before any signature is checked",
+    unit_cpu_ms: UNIT_CPU_MS,
+    deadline_charge:
+      "a task cut by cpu_task_deadline_ms: ceil(milliseconds it ran / unit_cpu_ms) units",
+    max_units_per_request: MAX_UNITS_PER_REQUEST,
+    refusals:
+      "429 cost_exceeds_cap when the daily cap has fewer units left than the estimate; 413 cost_exceeds_limit past max_units_per_request; neither is charged",
+  };
+}
