@@ -24,6 +24,7 @@ import {
   unitsOf,
   weightOf,
 } from "../../../src/service/verification/cost.js";
+import { publicKeyToDidKey } from "../../../src/verifier/crypto/did-key.js";
 import { signerFromSeed } from "../../../src/verifier/crypto/ed25519.js";
 import { OPENSSL_DECIDES_EDGES } from "../../../src/verifier/crypto/node.js";
 import { parseJson } from "../../../src/verifier/json/parse.js";
@@ -77,7 +78,21 @@ describe("the cost count of a verification", () => {
     if (!OPENSSL_DECIDES_EDGES) assert.ok(unitsOf(edge) > 30);
   });
 
-  test("a small-order key makes its signatures edge points; a counterparty attestation counts", () => {
+  test("a small-order key makes its signatures edge points", () => {
+    const bundle = parseJson(generatedBundle(4)) as Map<string, JsonValue>;
+    const receipts = bundle.get("receipts") as Map<string, JsonValue>[];
+    const smallOrder = publicKeyToDidKey(Buffer.concat([Buffer.from([1]), Buffer.alloc(31)]));
+    for (const receipt of receipts.slice(0, 2)) {
+      (receipt.get("issuer") as Map<string, JsonValue>).set("id", smallOrder);
+    }
+    const counts = countVerificationCost([bundle], 0);
+    assert.equal(counts.signatures, 4);
+    assert.equal(counts.distinctKeys, 2);
+    assert.equal(counts.edgePointSignatures, 2);
+    assert.equal(counts.edgePointKeys, 1);
+  });
+
+  test("a did:key that names no key is no edge point; a counterparty attestation counts", () => {
     const bundle = parseJson(generatedBundle(3)) as Map<string, JsonValue>;
     const receipts = bundle.get("receipts") as Map<string, JsonValue>[];
     const identity = `did:key:z${"1".repeat(46)}`;
