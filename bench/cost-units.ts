@@ -8,7 +8,7 @@
 
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { countVerificationCost, unitsOf, weightOf } from "../src/service/verification/cost.js";
+import { countVerificationCost, unitsOf, weightOf } from "../src/service/cost.js";
 import { verifyBundle } from "../src/verifier/bundle/verify-bundle.js";
 import { parseJson } from "../src/verifier/json/parse.js";
 import { isArray, isObject, type JsonValue } from "../src/verifier/json/value.js";

@@ -229,7 +229,7 @@ export interface Answer<Status extends number = number> {
   statusCode: Status;
   json: string;
   charged?: true;
-  /** The cap units the answer is charged when more than one (`verification/cost.ts`). */
+  /** The cap units the answer is charged when more than one (`cost.ts`). */
   units?: number;
 }
 

@@ -1,7 +1,7 @@
 /**
  * Charges that follow cost (issue 32), over real sockets, in embedded mode and against the
  * Redis cap store that distributed mode shares: a request is counted before its signatures
- * (verification/cost.ts), charged the units its estimate comes to (the rate-limit headers
+ * (cost.ts), charged the units its estimate comes to (the rate-limit headers
  * show them), refused up front with `cost_exceeds_cap` when its cap has not got them, and a
  * task cut by the work deadline is charged by its run time instead of being a free 503.
  */
@@ -11,11 +11,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { distinctIssuersBundle } from "../../bench/fixtures.js";
 import type { ConfigOverrides } from "../../src/service/config.js";
-import {
-  countVerificationCost,
-  UNIT_CPU_MS,
-  unitsOf,
-} from "../../src/service/verification/cost.js";
+import { countVerificationCost, UNIT_CPU_MS, unitsOf } from "../../src/service/cost.js";
 import { parseJson } from "../../src/verifier/json/parse.js";
 import { keysUnder, openTestRedis, randomPrefix, SHARED_REDIS_URL } from "../redis/support.js";
 import { corpusBytes } from "../support/corpus.js";

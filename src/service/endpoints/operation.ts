@@ -24,12 +24,12 @@ import type {
   RouteHandlerMethod,
 } from "fastify";
 import type { ServiceConfig } from "../config.js";
+import { queueWeightOfBody } from "../cost.js";
 import { type Answer, type ErrorCode, sendAnswer } from "../errors.js";
 import { clientGone } from "../http/client-gone.js";
 import type { RouteAccess } from "../plugins/access.js";
 import { transferableBody } from "../plugins/raw-body.js";
 import type { TaskDefinition } from "../tasks/define-task.js";
-import { queueWeightOfBody } from "../verification/cost.js";
 
 /** The groups of `/openapi.json`; their descriptions are in `meta/openapi.ts`. */
 export type Tag =

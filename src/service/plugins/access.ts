@@ -45,10 +45,10 @@ import {
 } from "../../payments/pass-token.js";
 import type { SettlementCall } from "../../payments/settlement-receipt.js";
 import type { ServiceLimits } from "../config.js";
+import { MAX_UNITS_PER_REQUEST } from "../cost.js";
 import { sendAnswer } from "../errors.js";
 import { guardAnswerStatus, headerCount } from "../http/connections.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
-import { MAX_UNITS_PER_REQUEST } from "../verification/cost.js";
 import {
   isChargedAnswer,
   isChargedRefusal,

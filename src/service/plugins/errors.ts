@@ -7,11 +7,11 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
+import { unitsForRunTime } from "../cost.js";
 import { WorkLimitExceededError } from "../cpu-pool.js";
 import { CHARGED_REFUSALS, ERROR_STATUS, type ErrorCode, ServiceError } from "../errors.js";
 import { escapedRefusal, withRetryAfter } from "../library-errors.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
-import { unitsForRunTime } from "../verification/cost.js";
 import { chargeUnits, chargeWorkDone } from "../work-charged.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 

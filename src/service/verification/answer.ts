@@ -26,10 +26,10 @@ import {
   issueVerificationReceipt,
   VerificationReceiptIssueError,
 } from "../../verifier/verification-receipt/index.js";
+import { type CostCounts, countVerificationCost, MAX_UNITS_PER_REQUEST, unitsOf } from "../cost.js";
 import { answer, errorAnswerOf, parseRequestJson, ServiceError } from "../errors.js";
 import { SERVICE_NAME } from "../service-name.js";
 import type { CacheableVerdict } from "./cached-verdict.js";
-import { type CostCounts, countVerificationCost, MAX_UNITS_PER_REQUEST, unitsOf } from "./cost.js";
 import {
   resultTooLargeError,
   type VerdictTally,

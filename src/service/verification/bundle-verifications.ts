@@ -9,13 +9,13 @@ import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import { type CachedVerdict, type DigestCache, digestCacheKey } from "../../cache/digest-cache.js";
 import type { ServiceMetrics } from "../../metrics/metrics.js";
+import { queueWeightOfBody } from "../cost.js";
 import type { CpuPool, RunOptions } from "../cpu-pool.js";
 import type { Answer } from "../errors.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 import { transferableBody } from "../plugins/raw-body.js";
 import type { TaskDefinition } from "../tasks/define-task.js";
 import { type CacheableVerdict, cachedVerdictResponse } from "./cached-verdict.js";
-import { queueWeightOfBody } from "./cost.js";
 import type {
   VerdictTally,
   VerificationAnswer,

@@ -41,6 +41,7 @@ import {
   type JsonValue,
   PyFloat,
 } from "../../../verifier/json/value.js";
+import { countBundleCost, MAX_UNITS_PER_REQUEST } from "../../cost.js";
 import {
   type Answer,
   answer,
@@ -51,7 +52,6 @@ import {
 } from "../../errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
 import { chargeableUnits, verifyWithinBudget } from "../../verification/answer.js";
-import { countBundleCost, MAX_UNITS_PER_REQUEST } from "../../verification/cost.js";
 import { memberSchemas } from "./contract.js";
 
 export interface Erc8004Task {

@@ -30,11 +30,11 @@ import {
   type JsonObject,
   type JsonValue,
 } from "../../../verifier/json/value.js";
+import { countVerificationCost, MAX_UNITS_PER_REQUEST } from "../../cost.js";
 import { type Answer, errorAnswerOf } from "../../errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
 import { answerVerifyAnchor } from "../../verification/anchor-answer.js";
 import { chargeableUnits, singleBundlePayload } from "../../verification/answer.js";
-import { countVerificationCost, MAX_UNITS_PER_REQUEST } from "../../verification/cost.js";
 import type { VerdictTally } from "../../verification/outcome.js";
 import {
   classifyMessage,

@@ -9,13 +9,13 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { dumpCompact } from "../../../verifier/json/dump.js";
+import { queueWeightOfBody } from "../../cost.js";
 import type { RunOptions } from "../../cpu-pool.js";
 import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
 import { clientGone } from "../../http/client-gone.js";
 import { ifNoneMatchMatches, strongEtag } from "../../http/stored-document.js";
 import { authorisedUnits, keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
-import { queueWeightOfBody } from "../../verification/cost.js";
 import { chargeUnits, chargeWorkDone } from "../../work-charged.js";
 import { route } from "../operation.js";
 import { revocationDocumentCheckOn } from "../revocations/contract.js";

@@ -18,8 +18,8 @@ import {
   VERIFICATION_RECEIPT_KIND,
 } from "../../../verifier/verification-receipt/index.js";
 import { VERIFIER_VERSION } from "../../../verifier/version.js";
+import { costUnitsInfo } from "../../cost.js";
 import { SERVICE_NAME } from "../../service-name.js";
-import { costUnitsInfo } from "../../verification/cost.js";
 import { crystalsInfo } from "../crystals/route.js";
 import { evaluationTerms } from "../evaluation-keys/answer.js";
 import { NOTARIZE_BODY_LIMIT_BYTES } from "../notarize/contract.js";

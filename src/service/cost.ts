@@ -11,11 +11,11 @@
  * charged as many units as its heaviest count needs, so a normal single bundle or batch stays
  * at one and a body built to be slow pays for what it makes a thread do.
  */
-import { pyB64uDecode } from "../../verifier/crypto/base64.js";
-import { didKeyToPublicKey } from "../../verifier/crypto/did-key.js";
-import { isNonCanonicalEncoding, isSmallOrderEncoding } from "../../verifier/crypto/edge-points.js";
-import { OPENSSL_DECIDES_EDGES } from "../../verifier/crypto/node.js";
-import { isArray, isObject, type JsonObject, type JsonValue } from "../../verifier/json/value.js";
+import { pyB64uDecode } from "../verifier/crypto/base64.js";
+import { didKeyToPublicKey } from "../verifier/crypto/did-key.js";
+import { isNonCanonicalEncoding, isSmallOrderEncoding } from "../verifier/crypto/edge-points.js";
+import { OPENSSL_DECIDES_EDGES } from "../verifier/crypto/node.js";
+import { isArray, isObject, type JsonObject, type JsonValue } from "../verifier/json/value.js";
 
 /** What a verification request asks a thread to do, counted from its parsed body. */
 export interface CostCounts {

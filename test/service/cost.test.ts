@@ -11,9 +11,7 @@ import {
   edgePointBundle,
   emptyObjectsBundle,
   generatedBundle,
-} from "../../../bench/fixtures.js";
-import { ServiceError } from "../../../src/service/errors.js";
-import { chargeableUnits } from "../../../src/service/verification/answer.js";
+} from "../../bench/fixtures.js";
 import {
   COST_WEIGHTS,
   type CostCounts,
@@ -23,13 +21,15 @@ import {
   unitsForRunTime,
   unitsOf,
   weightOf,
-} from "../../../src/service/verification/cost.js";
-import { publicKeyToDidKey } from "../../../src/verifier/crypto/did-key.js";
-import { signerFromSeed } from "../../../src/verifier/crypto/ed25519.js";
-import { OPENSSL_DECIDES_EDGES } from "../../../src/verifier/crypto/node.js";
-import { parseJson } from "../../../src/verifier/json/parse.js";
-import { isArray, isObject, type JsonValue } from "../../../src/verifier/json/value.js";
-import { corpusBytes } from "../../support/corpus.js";
+} from "../../src/service/cost.js";
+import { ServiceError } from "../../src/service/errors.js";
+import { chargeableUnits } from "../../src/service/verification/answer.js";
+import { publicKeyToDidKey } from "../../src/verifier/crypto/did-key.js";
+import { signerFromSeed } from "../../src/verifier/crypto/ed25519.js";
+import { OPENSSL_DECIDES_EDGES } from "../../src/verifier/crypto/node.js";
+import { parseJson } from "../../src/verifier/json/parse.js";
+import { isArray, isObject, type JsonValue } from "../../src/verifier/json/value.js";
+import { corpusBytes } from "../support/corpus.js";
 
 const MIB_BODY = 1_040_000;
 
