@@ -44,6 +44,19 @@ export interface CostCounts {
 export const UNIT_WEIGHT = 3_000;
 
 /**
+ * Edge-point weights by who decides edge points: OpenSSL 3.0 itself (Node 20, 22), about one
+ * more ordinary check; on a later OpenSSL (Node 24) noble's step-by-step 3.0 check, about
+ * 1 ms a signature plus about 7 ms for the table of each key it is checked under.
+ */
+const EDGE_POINT_WEIGHTS = {
+  openssl_3_0: { signature: 1, key: 0 },
+  later_openssl: { signature: 15, key: 100 },
+} as const;
+const EDGE_WEIGHTS_HERE = OPENSSL_DECIDES_EDGES
+  ? EDGE_POINT_WEIGHTS.openssl_3_0
+  : EDGE_POINT_WEIGHTS.later_openssl;
+
+/**
  * The weight of each counted thing, in ordinary signature checks (about 60 µs on libsodium):
  * measured side by side on one thread (docs/cost-bounds.md, "What one unit buys").
  */
@@ -51,13 +64,10 @@ export const COST_WEIGHTS = {
   signature: 1,
   /** A key import (SPKI or libsodium's checks) costs about one verification. */
   distinctKey: 1,
-  /**
-   * An edge-point signature: on OpenSSL 3.0 (Node 20, 22) about one more ordinary check; on a
-   * later OpenSSL (Node 24) noble's step-by-step 3.0 check, about 1 ms.
-   */
-  edgePointSignature: OPENSSL_DECIDES_EDGES ? 1 : 15,
-  /** Node 24 only: noble's table for each key an edge-point signature is checked under, ~7 ms. */
-  edgePointKey: OPENSSL_DECIDES_EDGES ? 0 : 100,
+  /** An edge-point signature (`EDGE_POINT_WEIGHTS`, by the Node line's OpenSSL). */
+  edgePointSignature: EDGE_WEIGHTS_HERE.signature,
+  /** Each distinct key an edge-point signature is checked under. */
+  edgePointKey: EDGE_WEIGHTS_HERE.key,
   /** Strict parsing, canonical bytes and hashing of every body byte: 1 per 1,024 bytes. */
   kibibyte: 1,
 } as const;
@@ -217,12 +227,22 @@ export function costUnitsInfo() {
   return {
     unit: "one cap unit buys what the heaviest legitimate request the bench knows needs: a 1 MiB batch of 50 real bundles",
     unit_weight: UNIT_WEIGHT,
+    // Both edge-point columns, whichever applies here: the answer is the same on every Node
+    // line (crypto.ed25519 says which OpenSSL decides).
     weights: {
       signature: COST_WEIGHTS.signature,
       distinct_key: COST_WEIGHTS.distinctKey,
-      edge_point_signature: COST_WEIGHTS.edgePointSignature,
-      edge_point_key: COST_WEIGHTS.edgePointKey,
       kibibyte: COST_WEIGHTS.kibibyte,
+      edge_point: {
+        openssl_3_0: {
+          signature: EDGE_POINT_WEIGHTS.openssl_3_0.signature,
+          key: EDGE_POINT_WEIGHTS.openssl_3_0.key,
+        },
+        later_openssl: {
+          signature: EDGE_POINT_WEIGHTS.later_openssl.signature,
+          key: EDGE_POINT_WEIGHTS.later_openssl.key,
+        },
+      },
     },
     charged:
       "POST /verify, POST /mcp (verify_bundle), POST /erc8004/validate: ceil(weight / unit_weight) units, at least 1, counted before any signature is checked",
