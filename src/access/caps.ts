@@ -160,6 +160,27 @@ export async function refundAll(
   }
 }
 
+/**
+ * Counts `units` more against `bucket` for work already done (a request charged more than
+ * the unit it held: docs/cost-bounds.md), whatever the cap: the work cannot be given back, so
+ * the counter may pass the cap and the bucket then refuses until midnight. Built on `consume`
+ * with no effective cap, so every store does it. Returns the bucket's count afterwards.
+ */
+export async function consumeUnits(
+  store: CapStore,
+  bucket: string,
+  units: number,
+  nowMs: number,
+): Promise<number> {
+  let decision: CapDecision | null = null;
+  for (let i = 0; i < units; i++) {
+    decision = await store.consume(bucket, Number.MAX_SAFE_INTEGER, nowMs);
+  }
+  return decision === null
+    ? await store.count(bucket, nowMs)
+    : Number.MAX_SAFE_INTEGER - decision.remaining;
+}
+
 /** Every cap is a fixed window of one UTC day: the `w` of `RateLimit-Policy`. */
 export const CAP_WINDOW_SECONDS = DAY_MS / 1000;
 

@@ -14,7 +14,7 @@ import { PAYMENT_ERROR_REASONS, type PaymentErrorCode } from "../payments/errors
 import { dumpCompact } from "../verifier/json/dump.js";
 import { parseJson, StrictJsonError } from "../verifier/json/parse.js";
 import type { JsonValue } from "../verifier/json/value.js";
-import { chargeWorkDone } from "./work-charged.js";
+import { chargeUnits, chargeWorkDone } from "./work-charged.js";
 
 /**
  * The payment codes are listed once, with their x402 reasons (payments/errors.ts); here they
@@ -126,6 +126,8 @@ export const ERROR_STATUS = {
   challenge_already_used: 409,
   idempotency_key_in_flight: 409,
   body_too_large: 413,
+  // The request's estimated cost (docs/cost-bounds.md) passes what one request may cost.
+  cost_exceeds_limit: 413,
   ciphertext_too_large: 413,
   unsupported_media_type: 415,
   expectation_failed: 417,
@@ -134,6 +136,8 @@ export const ERROR_STATUS = {
   parent_not_found: 422,
   idempotency_key_reused: 422,
   daily_cap_reached: 429,
+  // The request's estimated cost needs more cap units than its daily cap has left.
+  cost_exceeds_cap: 429,
   evaluation_limit_reached: 429,
   evaluation_keys_exhausted: 429,
   payment_rate_limited: 429,
@@ -226,6 +230,8 @@ export interface Answer<Status extends number = number> {
   statusCode: Status;
   json: string;
   charged?: true;
+  /** The cap units the answer is charged when more than one (`cost.ts`). */
+  units?: number;
 }
 
 export function answer<Status extends number>(
@@ -253,9 +259,10 @@ function refusalAnswer<Status extends number>(code: ErrorCode, refusal: Answer<S
 
 export function sendAnswer(
   reply: FastifyReply,
-  { statusCode, json, charged }: Answer,
+  { statusCode, json, charged, units }: Answer,
 ): FastifyReply {
   if (charged) chargeWorkDone(reply);
+  if (units !== undefined) chargeUnits(reply, units);
   return reply.code(statusCode).type("application/json; charset=utf-8").send(json);
 }
 

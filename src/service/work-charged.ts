@@ -8,11 +8,26 @@ import type { FastifyReply } from "fastify";
 import { isChargedStatus } from "../access/caps.js";
 
 const workDone = new WeakSet<FastifyReply>();
+const unitsOfReply = new WeakMap<FastifyReply, number>();
 const replayed = new WeakSet<FastifyReply>();
 
 /** `reply` carries a refusal after real work: charge it like a result. */
 export function chargeWorkDone(reply: FastifyReply): void {
   workDone.add(reply);
+}
+
+/**
+ * `reply`'s answer is charged `units` cap units (docs/cost-bounds.md): its estimate's, or a
+ * task cut by the deadline's run time. Access control charges the units beyond the one the
+ * request holds when the answer is charged, and its rate-limit headers show them.
+ */
+export function chargeUnits(reply: FastifyReply, units: number): void {
+  unitsOfReply.set(reply, Math.max(unitsOfReply.get(reply) ?? 1, Math.ceil(units)));
+}
+
+/** The cap units `reply`'s answer is charged if it is charged: 1 unless `chargeUnits` said more. */
+export function unitsCharged(reply: FastifyReply): number {
+  return unitsOfReply.get(reply) ?? 1;
 }
 
 /**

@@ -8,12 +8,16 @@
  */
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
+import { distinctIssuersBundle } from "../../bench/fixtures.js";
 import { pendingProof, sha256 } from "../../bench/support/ots.js";
 import { type QueueWorker, startReceiptdWorkers } from "../../queues/bullmq-worker.js";
+import { countVerificationCost, unitsOf } from "../../src/service/cost.js";
 import { ServiceIdentity } from "../../src/service/service-key.js";
 import type { DocumentStore } from "../../src/storage/document-store.js";
 import { openDocumentStore } from "../../src/storage/open.js";
+import { parseJson } from "../../src/verifier/json/parse.js";
 import { keysUnder, openTestRedis, randomPrefix, SHARED_REDIS_URL } from "../redis/support.js";
 import { startTestService, type TestService } from "../service/support/service.js";
 import { corpusBytes } from "../support/corpus.js";
@@ -90,6 +94,50 @@ describe("two web instances on one Redis and one PostgreSQL", () => {
     }
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429]);
     assert.deepEqual(remaining, ["4", "3", "2", "1", "0", "0", "0"]);
+  });
+
+  test("a request charged several units by its cost spends them in the shared cap", {
+    timeout: 120_000,
+  }, async () => {
+    const heavy = distinctIssuersBundle(1_000_000, false);
+    const units = unitsOf(countVerificationCost([parseJson(heavy)], heavy.length));
+    assert.ok(units >= 2);
+    const bases: string[] = [];
+    for (const instance of [first, second]) {
+      await instance.app.listen({ host: "127.0.0.1", port: 0 });
+      bases.push(`http://127.0.0.1:${(instance.app.server.address() as AddressInfo).port}`);
+    }
+    const verify = async (base: string | undefined, key: string, body: Buffer) => {
+      const response = await fetch(`${base}/verify`, {
+        method: "POST",
+        headers: { "x-svc-key": key, "content-type": "application/json" },
+        body,
+      });
+      const json = (await response.json()) as { error?: string };
+      return {
+        status: response.status,
+        error: json.error,
+        remaining: Number(response.headers.get("x-ratelimit-remaining")),
+      };
+    };
+    const { key } = await first.app.accessServices.keys.create({ name: "heavy", dailyCap: 50 });
+    const charged = await verify(bases[0], key, heavy);
+    assert.equal(charged.status, 200);
+    assert.equal(charged.remaining, 50 - units);
+    // The other instance counts on from there: the units are in Redis.
+    const next = await verify(bases[1], key, GOOD);
+    assert.equal(next.status, 200);
+    assert.equal(next.remaining, 49 - units);
+    // A cap short of the estimate is refused before the work, on either instance, uncharged.
+    const short = await first.app.accessServices.keys.create({
+      name: "short",
+      dailyCap: units - 1,
+    });
+    const refused = await verify(bases[1], short.key, heavy);
+    assert.deepEqual(
+      { status: refused.status, error: refused.error, remaining: refused.remaining },
+      { status: 429, error: "cost_exceeds_cap", remaining: units - 1 },
+    );
   });
 
   test("a cache miss on one instance is a hit on the other", async () => {

@@ -14,6 +14,7 @@ import type {
   FastifyContextConfig,
   FastifyInstance,
   FastifyReply,
+  FastifyRequest,
   FastifySchema,
   HTTPMethods,
   RawReplyDefaultExpression,
@@ -23,6 +24,7 @@ import type {
   RouteHandlerMethod,
 } from "fastify";
 import type { ServiceConfig } from "../config.js";
+import { queueWeightOfBody } from "../cost.js";
 import { type Answer, type ErrorCode, sendAnswer } from "../errors.js";
 import { fairShareKey } from "../fair-share.js";
 import { clientGone } from "../http/client-gone.js";
@@ -150,14 +152,15 @@ export function workerRoute<Input>(
   app: FastifyInstance,
   operation: OperationContract,
   task: TaskDefinition<Input, Answer | Promise<Answer>>,
-  inputOf: (body: ArrayBuffer) => Input,
+  inputOf: (body: ArrayBuffer, request: FastifyRequest) => Input,
 ): void {
   route(app, operation, {
     handler: async (request, reply: FastifyReply) => {
       const body = transferableBody(request.body);
-      const answer = await app.cpuPool.run(task, inputOf(body), [body], {
+      const answer = await app.cpuPool.run(task, inputOf(body, request), [body], {
         clientGone: clientGone(reply),
         principal: fairShareKey(request),
+        cost: queueWeightOfBody(body.byteLength),
       });
       return sendAnswer(reply, answer);
     },

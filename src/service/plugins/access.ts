@@ -28,6 +28,7 @@ import {
   type CapStore,
   capReachedResponse,
   consumeAll,
+  consumeUnits,
   type RateLimitPolicy,
   rateLimitHeaders,
   type SharedCapDecision,
@@ -49,10 +50,16 @@ import {
 } from "../../payments/pass-token.js";
 import type { SettlementCall } from "../../payments/settlement-receipt.js";
 import type { ServiceLimits } from "../config.js";
+import { MAX_UNITS_PER_REQUEST } from "../cost.js";
 import { sendAnswer } from "../errors.js";
 import { guardAnswerStatus, headerCount } from "../http/connections.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
-import { isChargedAnswer, isChargedRefusal, isReplayedAnswer } from "../work-charged.js";
+import {
+  isChargedAnswer,
+  isChargedRefusal,
+  isReplayedAnswer,
+  unitsCharged,
+} from "../work-charged.js";
 import { CORS_PREFLIGHT_ROUTE } from "./cors.js";
 import { mayReplayPayment } from "./idempotency.js";
 import {
@@ -122,6 +129,8 @@ declare module "fastify" {
      */
     capCharge: {
       buckets: string[];
+      /** The cap of each of `buckets`, for the headers after a charge of several units. */
+      limits: number[];
       nowMs: number;
       /** What the rate-limit headers show, so a refund can correct them. */
       shown: CapDecision;
@@ -344,6 +353,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     }
     request.capCharge = {
       buckets: charges.map((each) => each.bucket),
+      limits: charges.map((each) => each.limit),
       nowMs,
       shown: decision,
       policy,
@@ -352,12 +362,19 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     return null;
   }
 
-  /** Keeps the charge of a result; gives a refusal's back, and says so in its headers. */
+  /**
+   * Keeps the charge of a result, adding the units beyond the held one that its cost came to
+   * (`chargeUnits`); gives a refusal's back. The headers say what was counted.
+   */
   async function settleCharge(request: FastifyRequest, reply: FastifyReply) {
     const held = request.capCharge;
     if (held === null) return;
     request.capCharge = null;
-    if (isChargedAnswer(reply)) return;
+    if (isChargedAnswer(reply)) {
+      const extra = unitsCharged(reply) - 1;
+      if (extra > 0) await chargeExtraUnits(reply, held, extra);
+      return;
+    }
     let refunded = true;
     for (const bucket of held.buckets) {
       try {
@@ -371,6 +388,32 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     const { shown, policy } = held;
     const remaining = Math.min(shown.limit, shown.remaining + 1);
     reply.headers(rateLimitHeaders({ ...shown, remaining }, policy));
+  }
+
+  /**
+   * Counts `extra` units against every bucket the request held one in; the headers show the
+   * bucket with the fewest left. A store that fails leaves the units uncounted (the request is
+   * answered: its work is done) and the headers as they were.
+   */
+  async function chargeExtraUnits(
+    reply: FastifyReply,
+    held: NonNullable<FastifyRequest["capCharge"]>,
+    extra: number,
+  ) {
+    let remaining = Number.POSITIVE_INFINITY;
+    for (const [index, bucket] of held.buckets.entries()) {
+      const limit = held.limits[index] ?? held.shown.limit;
+      try {
+        const count = await consumeUnits(services.caps, bucket, extra, held.nowMs);
+        remaining = Math.min(remaining, Math.max(0, limit - count));
+      } catch (error) {
+        reply.log.warn({ err: error }, "cap store unavailable; extra units not counted");
+        return;
+      }
+    }
+    if (Number.isFinite(remaining)) {
+      reply.headers(rateLimitHeaders({ ...held.shown, remaining }, held.policy));
+    }
   }
 
   app.addHook("onRequest", async (request, reply) => {
@@ -543,6 +586,17 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
       replayed: isReplayedAnswer(reply),
     });
   });
+}
+
+/**
+ * The cap units `request` may be charged by its cost (docs/cost-bounds.md): the one it holds
+ * plus what its cap has left, at most `MAX_UNITS_PER_REQUEST`. A request that holds no cap
+ * place is authorised one unit.
+ */
+export function authorisedUnits(request: FastifyRequest): number {
+  const held = request.capCharge;
+  if (held === null) return 1;
+  return Math.min(MAX_UNITS_PER_REQUEST, held.shown.remaining + 1);
 }
 
 /** A pass that cannot be honoured: offer a new one (or, with payments off, ask for a key). */

@@ -7,10 +7,12 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
+import { unitsForRunTime } from "../cost.js";
+import { WorkLimitExceededError } from "../cpu-pool.js";
 import { CHARGED_REFUSALS, ERROR_STATUS, type ErrorCode, ServiceError } from "../errors.js";
 import { escapedRefusal, withRetryAfter } from "../library-errors.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
-import { chargeWorkDone } from "../work-charged.js";
+import { chargeUnits, chargeWorkDone } from "../work-charged.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
 function isClientError(error: FastifyError): boolean {
@@ -29,6 +31,12 @@ function handleError(error: FastifyError, request: FastifyRequest, reply: Fastif
   }
   // A library error that names a condition of the service (overloaded, past its deadline, a
   // store that cannot be reached, a client gone): its refusal comes from the one table.
+  // A task cut by its deadline consumed a thread until then: charged by that run time, on
+  // every route that runs a task (docs/cost-bounds.md), so a 503 is no free way to burn CPU.
+  if (error instanceof WorkLimitExceededError && error.ranMs > 0) {
+    chargeWorkDone(reply);
+    chargeUnits(reply, unitsForRunTime(error.ranMs));
+  }
   const refusal = escapedRefusal(error);
   if (refusal !== null) return refuse(reply, withRetryAfter(reply, refusal));
   if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {

@@ -26,6 +26,7 @@ import {
   issueVerificationReceipt,
   VerificationReceiptIssueError,
 } from "../../verifier/verification-receipt/index.js";
+import { type CostCounts, countVerificationCost, MAX_UNITS_PER_REQUEST, unitsOf } from "../cost.js";
 import { answer, errorAnswerOf, parseRequestJson, ServiceError } from "../errors.js";
 import { SERVICE_NAME } from "../service-name.js";
 import type { CacheableVerdict } from "./cached-verdict.js";
@@ -156,9 +157,33 @@ export function singleBundlePayload(
   };
 }
 
+/**
+ * The cap units a request of `counts` is charged, or its refusal before any signature is
+ * checked: past `MAX_UNITS_PER_REQUEST` it could not finish within the work deadline
+ * (`413 cost_exceeds_limit`), past `authorisedUnits` the principal's cap has not got them
+ * (`429 cost_exceeds_cap`). Neither refusal is charged: no signature was checked.
+ */
+export function chargeableUnits(counts: CostCounts, authorisedUnits: number): number {
+  const units = unitsOf(counts);
+  const figures = `${counts.signatures} signatures, ${counts.distinctKeys} keys, ${counts.edgePointSignatures} edge-point signatures, ${counts.bytes} bytes`;
+  if (units > MAX_UNITS_PER_REQUEST) {
+    throw new ServiceError("cost_exceeds_limit", {
+      detail: `this request would cost ${units} units (${figures}); one request may cost at most ${MAX_UNITS_PER_REQUEST}: send fewer or smaller bundles per request`,
+      limit: MAX_UNITS_PER_REQUEST,
+    });
+  }
+  if (units > authorisedUnits) {
+    throw new ServiceError("cost_exceeds_cap", {
+      detail: `this request would cost ${units} units (${figures}); the daily cap has ${authorisedUnits} left`,
+      limit: authorisedUnits,
+    });
+  }
+  return units;
+}
+
 export function answerVerifyRequest(
   bytes: Uint8Array,
-  flags: VerifyFlags & { cache?: boolean },
+  flags: VerifyFlags & { cache?: boolean; authorisedUnits?: number },
   context: VerifyRequestContext,
 ): VerifyOutcome {
   try {
@@ -169,9 +194,14 @@ export function answerVerifyRequest(
     if (request.form === "batch" && request.bundles.length > context.maxBatch) {
       throw new ServiceError("batch_too_large", { limit: context.maxBatch });
     }
+    const bundles = request.form === "batch" ? request.bundles : [request.bundle];
+    const units = chargeableUnits(
+      countVerificationCost(bundles, bytes.byteLength),
+      flags.authorisedUnits ?? MAX_UNITS_PER_REQUEST,
+    );
     const budget = new ResultBudget(context.maxResultBytes);
     try {
-      return verifyDetected(request, flags, context, budget);
+      return { ...verifyDetected(request, flags, context, budget), units };
     } catch (error) {
       if (!(error instanceof ResultBudgetExceeded)) throw error;
       throw resultTooLargeError(error.limit);

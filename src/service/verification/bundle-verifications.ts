@@ -9,6 +9,7 @@ import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import { type CachedVerdict, type DigestCache, digestCacheKey } from "../../cache/digest-cache.js";
 import type { ServiceMetrics } from "../../metrics/metrics.js";
+import { queueWeightOfBody } from "../cost.js";
 import type { CpuPool, RunOptions } from "../cpu-pool.js";
 import type { Answer } from "../errors.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
@@ -36,6 +37,8 @@ export interface VerificationRequest extends VerifyFlags {
    * and remembered; a batch ignores it.
    */
   cache: boolean;
+  /** The cap units the request may be charged (`authorisedUnits`, plugins/access.ts). */
+  authorisedUnits: number;
 }
 
 export interface BundleVerificationsOptions {
@@ -65,15 +68,17 @@ export class BundleVerifications {
     raw: Buffer,
     request: VerificationRequest,
     options: RunOptions = {},
-  ): Promise<VerificationAnswer> {
+  ): Promise<VerificationAnswer & { units: number }> {
     const { pool, task, clock } = this.#options;
     const cacheKey = request.cache ? digestCacheKey(raw, request.requireAnchor) : null;
     if (cacheKey !== null) {
       const hit = await this.#cachedEntry(cacheKey);
       if (hit !== null) {
         const ageSeconds = Math.max(0, Math.floor((clock() - hit.storedAtMs) / 1000));
+        // A hit checks no signature: one unit.
         return verdictAnswer(
           cachedVerdictResponse(hit, request.receipt, { hit: true, ageSeconds }),
+          1,
         );
       }
     }
@@ -83,12 +88,20 @@ export class BundleVerifications {
       requireAnchor: request.requireAnchor,
       receipt: request.receipt,
       cache: request.cache,
+      authorisedUnits: request.authorisedUnits,
     };
-    const outcome = await pool.run(task, input, [body], options);
+    const outcome = await pool.run(task, input, [body], {
+      cost: queueWeightOfBody(body.byteLength),
+      ...options,
+    });
     this.count(outcome.verdicts);
-    if (!("cacheable" in outcome)) return outcome;
+    const { units = 1 } = outcome;
+    if (!("cacheable" in outcome)) return { ...outcome, units };
     if (cacheKey !== null) await this.#remember(cacheKey, outcome.cacheable);
-    return verdictAnswer(cachedVerdictResponse(outcome.cacheable, request.receipt, { hit: false }));
+    return verdictAnswer(
+      cachedVerdictResponse(outcome.cacheable, request.receipt, { hit: false }),
+      units,
+    );
   }
 
   /** Verdicts a worker made outside `verify` (bundles verified inside another request). */
@@ -123,8 +136,8 @@ export class BundleVerifications {
   }
 }
 
-function verdictAnswer(json: string): Answer<200> {
-  return { statusCode: 200, json };
+function verdictAnswer(json: string, units: number): Answer<200> & { units: number } {
+  return { statusCode: 200, json, units };
 }
 
 /**

@@ -18,6 +18,12 @@ export interface VerifyTask extends VerifyFlags {
   body: ArrayBuffer;
   /** A single bundle's answer comes back in parts, for the digest cache. */
   cache?: boolean;
+  /**
+   * The cap units the main thread authorised (the unit already held plus what the cap has
+   * left): a body whose estimate needs more is refused before its signatures are checked.
+   * Absent (the bench's floor, tests of the pool): only `MAX_UNITS_PER_REQUEST` applies.
+   */
+  authorisedUnits?: number;
 }
 
 /**
@@ -36,9 +42,13 @@ export type VerificationAnswer = Answer & { refused?: ErrorCode };
  * The worker's answer with its verdict tally, or a single bundle verified for the cache: the
  * main thread caches that verdict and answers 200 from it.
  */
-export type VerifyOutcome =
+export type VerifyOutcome = (
   | (VerificationAnswer & { verdicts?: VerdictTally })
-  | { cacheable: CacheableVerdict; verdicts: VerdictTally };
+  | { cacheable: CacheableVerdict; verdicts: VerdictTally }
+) & {
+  /** The cap units the answer is charged (`cost.ts`); absent on a refusal before the count. */
+  units?: number;
+};
 
 /** The refusal of a request whose verdicts would pass the result budget. */
 export function resultTooLargeError(limit: number): ServiceError<"result_too_large"> {

@@ -41,6 +41,7 @@ import {
   type JsonValue,
   PyFloat,
 } from "../../../verifier/json/value.js";
+import { countBundleCost, MAX_UNITS_PER_REQUEST } from "../../cost.js";
 import {
   type Answer,
   answer,
@@ -50,12 +51,14 @@ import {
   ServiceError,
 } from "../../errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
-import { verifyWithinBudget } from "../../verification/answer.js";
+import { chargeableUnits, verifyWithinBudget } from "../../verification/answer.js";
 import { memberSchemas } from "./contract.js";
 
 export interface Erc8004Task {
   /** The raw request body, moved (not copied) to the worker. */
   body: ArrayBuffer;
+  /** The cap units the main thread authorised (`cost.ts`); absent: the per-request limit. */
+  authorisedUnits?: number;
 }
 
 export interface Erc8004RequestContext {
@@ -160,8 +163,17 @@ interface Evaluation {
 export async function answerValidateRequest(
   bytes: Uint8Array,
   context: Erc8004RequestContext,
+  authorisedUnits: number = MAX_UNITS_PER_REQUEST,
 ): Promise<Answer> {
-  return answerOrRefusalAsync(async () => validate(readRequest(parseRequestJson(bytes)), context));
+  return answerOrRefusalAsync(async () => {
+    const request = readRequest(parseRequestJson(bytes));
+    // Counted before any signature: an evaluation is charged by its bundle's cost.
+    const units = chargeableUnits(
+      countBundleCost(request.bundle, bytes.byteLength),
+      authorisedUnits,
+    );
+    return { ...(await validate(request, context)), units };
+  });
 }
 
 async function validate(request: ValidateRequest, context: Erc8004RequestContext) {

@@ -202,6 +202,8 @@ export const validateErc8004Operation = defineOperation({
     "bad_registry_checksum",
     "bundle_not_canonicalizable",
     "task_hash_unbound",
+    "cost_exceeds_limit",
+    "cost_exceeds_cap",
   ],
   schema: validateSchema,
 });

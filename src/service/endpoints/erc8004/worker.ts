@@ -16,5 +16,5 @@ const requestContext = {
 };
 
 export default implementTask(validateTask, (task) =>
-  answerValidateRequest(new Uint8Array(task.body), requestContext),
+  answerValidateRequest(new Uint8Array(task.body), requestContext, task.authorisedUnits),
 );

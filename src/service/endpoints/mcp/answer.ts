@@ -30,9 +30,11 @@ import {
   type JsonObject,
   type JsonValue,
 } from "../../../verifier/json/value.js";
+import { countVerificationCost, MAX_UNITS_PER_REQUEST } from "../../cost.js";
+import { type Answer, errorAnswerOf } from "../../errors.js";
 import { SERVICE_NAME } from "../../service-name.js";
 import { answerVerifyAnchor } from "../../verification/anchor-answer.js";
-import { singleBundlePayload } from "../../verification/answer.js";
+import { chargeableUnits, singleBundlePayload } from "../../verification/answer.js";
 import type { VerdictTally } from "../../verification/outcome.js";
 import {
   classifyMessage,
@@ -65,6 +67,11 @@ export interface McpTask {
   protocolVersion: string | null;
   /** Whether the request's credentials allow keyed work, which `tools/call` is. */
   keyedAccess: boolean;
+  /**
+   * The cap units the main thread authorised: the `verify_bundle` calls of a body whose
+   * estimate needs more are refused before their signatures are checked (`cost.ts`).
+   */
+  authorisedUnits?: number;
 }
 
 /** `get_revocations` after its arguments passed: the store is read on the main thread. */
@@ -108,6 +115,8 @@ export type McpReplyPart =
 export type McpAnswer =
   /** A `tools/call` without keyed access: the caller answers with the access decision. */
   | { kind: "denied" }
+  /** The body's `verify_bundle` calls would cost more than authorised: an HTTP refusal. */
+  | { kind: "refusal"; answer: Answer }
   /** Only notifications or responses: 202, no body. */
   | { kind: "accepted" }
   | {
@@ -125,6 +134,8 @@ export type McpAnswer =
       charged?: true;
       /** The verdicts of the `verify_bundle` calls answered here, for `/metrics`. */
       verdicts?: VerdictTally;
+      /** The cap units the body's `verify_bundle` calls are charged (`cost.ts`), if any. */
+      units?: number;
     };
 
 /** What a settlement receipt records of a paid `tools/call` (settlement-receipt.ts). */
@@ -189,6 +200,20 @@ const validateCallParams = paramsValidator(
   },
   "params",
 );
+
+/** The bundles of the body's `verify_bundle` calls, for the cost estimate. */
+function bundlesToVerify(messages: readonly Message[]): JsonValue[] {
+  const bundles: JsonValue[] = [];
+  for (const message of messages) {
+    if (message.kind !== "request" || message.method !== "tools/call") continue;
+    const params = message.params;
+    if (!isObject(params) || params.get("name") !== "verify_bundle") continue;
+    const args = params.get("arguments");
+    const bundle = isObject(args) ? args.get("bundle") : undefined;
+    if (bundle !== undefined) bundles.push(bundle);
+  }
+  return bundles;
+}
 
 function refused(
   code: number,
@@ -415,6 +440,16 @@ export function answerMcpRequest(
   const messages = values.map(classifyMessage);
   const toolCall = toolCallOf(messages);
   if (toolCall !== null && !task.keyedAccess) return { kind: "denied" };
+  const bundles = bundlesToVerify(messages);
+  let units: { units?: number } = {};
+  try {
+    if (bundles.length > 0) {
+      const counts = countVerificationCost(bundles, bytes.byteLength);
+      units = { units: chargeableUnits(counts, task.authorisedUnits ?? MAX_UNITS_PER_REQUEST) };
+    }
+  } catch (error) {
+    return { kind: "refusal", answer: errorAnswerOf(error) };
+  }
   const state: BodyState = {
     budget: new ResultBudget(context.maxResultBytes),
     batch,
@@ -434,10 +469,11 @@ export function answerMcpRequest(
       parts: [{ json: resultTooLargeResponse(idJson(single), error.limit) }],
       toolCall,
       charged: true,
+      ...units,
     };
   }
   if (parts.length === 0) return { kind: "accepted" };
   const statusCode = !batch && messages[0]?.kind === "invalid" ? 400 : 200;
-  const reply: McpAnswer = { kind: "reply", statusCode, batch, parts, toolCall };
+  const reply: McpAnswer = { kind: "reply", statusCode, batch, parts, toolCall, ...units };
   return Object.keys(state.verdicts).length === 0 ? reply : { ...reply, verdicts: state.verdicts };
 }

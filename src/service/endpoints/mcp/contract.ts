@@ -117,7 +117,14 @@ export const mcpOperation = defineOperation({
   summary: "Send MCP JSON-RPC messages",
   tag: "mcp",
   access: "mixed",
-  refusals: ["result_too_large", "origin_not_allowed", "not_acceptable", "unsupported_media_type"],
+  refusals: [
+    "result_too_large",
+    "origin_not_allowed",
+    "not_acceptable",
+    "unsupported_media_type",
+    "cost_exceeds_limit",
+    "cost_exceeds_cap",
+  ],
   schema: mcpPostSchema,
 });
 

@@ -9,14 +9,15 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { dumpCompact } from "../../../verifier/json/dump.js";
+import { queueWeightOfBody } from "../../cost.js";
 import type { RunOptions } from "../../cpu-pool.js";
 import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
 import { fairShareKey } from "../../fair-share.js";
 import { clientGone } from "../../http/client-gone.js";
 import { ifNoneMatchMatches, sendNotModified, strongEtag } from "../../http/stored-document.js";
-import { keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
+import { authorisedUnits, keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
-import { chargeWorkDone } from "../../work-charged.js";
+import { chargeUnits, chargeWorkDone } from "../../work-charged.js";
 import { route } from "../operation.js";
 import { revocationDocumentCheckOn } from "../revocations/contract.js";
 import type { McpReplyPart, McpTask } from "./answer.js";
@@ -99,12 +100,16 @@ export async function mcpRoutes(app: FastifyInstance) {
   const { payments, mcpAllowedOrigins } = app.serviceConfig;
   const origins = allowedOrigins(payments.publicBaseUrl, mcpAllowedOrigins);
   const { maxResultBytes } = app.serviceConfig.limits;
-  const replyPart = async (part: McpReplyPart, options: RunOptions): Promise<VerifiedPart> => {
+  const replyPart = async (
+    part: McpReplyPart,
+    options: RunOptions,
+    authorised: number,
+  ): Promise<VerifiedPart> => {
     if ("json" in part) return part;
     if ("verification" in part) {
       return answerCachedVerifyBundle(
         app.bundleVerifications,
-        part.verification,
+        { ...part.verification, authorisedUnits: authorised },
         maxResultBytes,
         options,
       );
@@ -134,9 +139,14 @@ export async function mcpRoutes(app: FastifyInstance) {
         body,
         protocolVersion: headerValue(request, "mcp-protocol-version") ?? null,
         keyedAccess: access.granted,
+        authorisedUnits: authorisedUnits(request),
       };
       const options = { clientGone: clientGone(reply), principal: fairShareKey(request) };
-      const answer = await app.cpuPool.run(mcpTask, task, [body], options);
+      const answer = await app.cpuPool.run(mcpTask, task, [body], {
+        ...options,
+        cost: queueWeightOfBody(body.byteLength),
+      });
+      if (answer.kind === "refusal") return sendAnswer(reply, answer.answer);
       if (answer.kind === "denied") {
         if (access.granted) throw new Error("the MCP worker denied a granted request");
         const { refusal } = access;
@@ -145,7 +155,10 @@ export async function mcpRoutes(app: FastifyInstance) {
       if (answer.kind === "accepted") return reply.code(202).send();
       if (answer.toolCall !== null) markKeyedWorkDone(request, answer.toolCall);
       app.bundleVerifications.count(answer.verdicts);
-      const parts = await Promise.all(answer.parts.map((part) => replyPart(part, options)));
+      if (answer.units !== undefined) chargeUnits(reply, answer.units);
+      const parts = await Promise.all(
+        answer.parts.map((part) => replyPart(part, options, task.authorisedUnits ?? 1)),
+      );
       // A cached `verify_bundle` is never in a batch, so its refusal is the whole reply.
       const tooLarge = parts.some((part) => part.tooLarge);
       if (answer.charged || tooLarge) chargeWorkDone(reply);

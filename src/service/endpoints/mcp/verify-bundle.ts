@@ -17,13 +17,18 @@ export interface VerifiedPart {
 
 export async function answerCachedVerifyBundle(
   verifications: BundleVerifications,
-  lookup: BundleVerificationLookup,
+  lookup: BundleVerificationLookup & { authorisedUnits: number },
   maxResultBytes: number,
   options: RunOptions,
 ): Promise<VerifiedPart> {
   const answer = await verifications.verify(
     Buffer.from(lookup.body),
-    { requireAnchor: lookup.requireAnchor, receipt: lookup.receipt, cache: true },
+    {
+      requireAnchor: lookup.requireAnchor,
+      receipt: lookup.receipt,
+      cache: true,
+      authorisedUnits: lookup.authorisedUnits,
+    },
     options,
   );
   if (answer.statusCode === 200) {

@@ -174,6 +174,13 @@ const infoSchema = {
                 "milliseconds one request's CPU work may take, waiting for a thread included; " +
                 "past it the work is stopped and the answer is 503 work_limit_exceeded",
             },
+            cost_units: {
+              type: "object",
+              description:
+                "what a request is charged against its daily cap: units by its counted cost " +
+                "(docs/cost-bounds.md); the RateLimit headers show the units charged",
+              additionalProperties: true,
+            },
             digest_cache: looseObject,
             anonymous: {
               type: "object",

@@ -19,6 +19,7 @@ import {
   VERIFICATION_RECEIPT_KIND,
 } from "../../../verifier/verification-receipt/index.js";
 import { VERIFIER_VERSION } from "../../../verifier/version.js";
+import { costUnitsInfo } from "../../cost.js";
 import { SERVICE_NAME } from "../../service-name.js";
 import { crystalsInfo } from "../crystals/route.js";
 import { evaluationTerms } from "../evaluation-keys/answer.js";
@@ -142,6 +143,7 @@ export async function infoRoutes(app: FastifyInstance) {
         max_batch: limits.maxBatch,
         max_result_bytes: limits.maxResultBytes,
         cpu_task_deadline_ms: app.serviceConfig.cpuPool.taskDeadlineMs,
+        cost_units: costUnitsInfo(),
         digest_cache: {
           opt_in: "?cache=1",
           ttl_s: limits.digestCacheTtlSeconds,

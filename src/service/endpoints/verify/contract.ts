@@ -38,7 +38,14 @@ export const verifyOperation = defineOperation({
   summary: "Verify a bundle or a batch",
   tag: "verification",
   access: "keyed",
-  refusals: ["invalid_json", "bad_shape", "batch_too_large", "result_too_large"],
+  refusals: [
+    "invalid_json",
+    "bad_shape",
+    "batch_too_large",
+    "result_too_large",
+    "cost_exceeds_limit",
+    "cost_exceeds_cap",
+  ],
   schema: (config) => ({
     description:
       "verify a bundle, {bundle}, or a batch {bundles: [...]} of at most 50; verdicts are 200s",

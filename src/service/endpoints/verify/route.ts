@@ -7,6 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { sendAnswer } from "../../errors.js";
 import { fairShareKey } from "../../fair-share.js";
 import { clientGone } from "../../http/client-gone.js";
+import { authorisedUnits } from "../../plugins/access.js";
 import { rawBody } from "../../plugins/raw-body.js";
 import { route } from "../operation.js";
 import { verifyOperation } from "./contract.js";
@@ -36,6 +37,7 @@ export async function verifyRoutes(app: FastifyInstance) {
           requireAnchor: queryFlag(request.query.require_anchor),
           receipt: queryFlag(request.query.receipt),
           cache: queryFlag(request.query.cache),
+          authorisedUnits: authorisedUnits(request),
         },
         { clientGone: clientGone(reply), principal: fairShareKey(request) },
       );
