@@ -81,11 +81,16 @@ function parseText(
     }
   }
   const ascii = typeof input !== "string" && text.length === input.length;
-  if (options.universalNewlines && text.includes("\r")) text = text.replace(/\r\n?/g, "\n");
+  let translated = false;
+  if (options.universalNewlines && text.includes("\r")) {
+    text = text.replace(/\r\n?/g, "\n");
+    translated = true;
+  }
   if (text.charCodeAt(0) === 0xfeff) {
     throw syntaxError(text, "Unexpected UTF-8 BOM (decode using utf-8-sig)", 0);
   }
-  sources?.attach(text, ascii);
+  // An ASCII input's bytes are its text, offset for offset, unless newlines were translated.
+  sources?.attach(text, ascii, ascii && !translated ? (input as Uint8Array) : null);
   const parser = new Parser(text, options.maxDepth ?? PARSER_MAX_DEPTH, sources);
   return parser.parseDocument();
 }
@@ -147,6 +152,8 @@ enum Ch {
 }
 
 const CONTROL_CHARACTER = /[\x00-\x1f]/g;
+/** Control characters other than a line feed (which pretty-printed text has on every line). */
+const CONTROL_BUT_LINE_FEED = /[\x00-\x09\x0b-\x1f]/;
 
 /** Thrown where CPython raises `StopIteration(idx)`, which surfaces as "Expecting value". */
 class ExpectingValue {
@@ -166,12 +173,19 @@ class Parser {
   private nextBackslash = -1;
   /** Where the next character below U+0020 is, likewise. */
   private nextControl = -1;
+  /**
+   * Whether the only control character in the text is the line feed: then the next control
+   * character is the next line feed, which `indexOf` finds faster than a regular expression.
+   */
+  private readonly lineFeedsOnly: boolean;
 
   constructor(
     private readonly text: string,
     private readonly maxDepth: number,
     private readonly sources: SignedSources | null,
-  ) {}
+  ) {
+    this.lineFeedsOnly = !CONTROL_BUT_LINE_FEED.test(text);
+  }
 
   parseDocument(): JsonValue {
     const start = this.skipWhitespace(0);
@@ -359,10 +373,15 @@ class Parser {
         this.nextBackslash = found < 0 ? text.length : found;
       }
       if (this.nextControl < begin) {
-        CONTROL_CHARACTER.lastIndex = begin;
-        this.nextControl = CONTROL_CHARACTER.test(text)
-          ? CONTROL_CHARACTER.lastIndex - 1
-          : text.length;
+        if (this.lineFeedsOnly) {
+          const found = text.indexOf("\n", begin);
+          this.nextControl = found < 0 ? text.length : found;
+        } else {
+          CONTROL_CHARACTER.lastIndex = begin;
+          this.nextControl = CONTROL_CHARACTER.test(text)
+            ? CONTROL_CHARACTER.lastIndex - 1
+            : text.length;
+        }
       }
       if (quote < this.nextBackslash && quote < this.nextControl) {
         this.next = quote + 1;

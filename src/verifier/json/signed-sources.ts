@@ -103,6 +103,8 @@ export class SignedSources {
   /** Per container: the parsed value, whose entries are its members in order. */
   readonly #values: (JsonObject | JsonValue[])[] = [];
   #text = "";
+  /** The input's bytes, where they are the text offset for offset (ASCII, not translated). */
+  #bytes: Uint8Array | null = null;
   /** Whether every name is sorted by code point: code-unit order differs only from U+D800 up. */
   #byCodePoint = true;
 
@@ -110,12 +112,13 @@ export class SignedSources {
    * Called once by the parser, before it records anything. In an ASCII text only an escaped
    * name can hold a unit from U+D800 up, so names compare by code unit unless escaped.
    */
-  attach(text: string, ascii: boolean): void {
+  attach(text: string, ascii: boolean, bytes: Uint8Array | null): void {
     this.#text = text;
+    this.#bytes = bytes;
     this.#byCodePoint = !ascii;
-    // A member takes at least two characters (`1,`); most take far more.
-    this.#members = new Int32Array(Math.min(text.length >> 2, 1 << 16) * MEMBER_FIELDS + 64);
-    this.#containers = new Int32Array(Math.min(text.length >> 4, 1 << 14) * CONTAINER_FIELDS + 16);
+    // Receipts spend about 25 characters per member and 200 per object; the arrays grow.
+    this.#members = new Int32Array(Math.min(text.length >> 5, 1 << 14) * MEMBER_FIELDS + 96);
+    this.#containers = new Int32Array(Math.min(text.length >> 7, 1 << 12) * CONTAINER_FIELDS + 24);
   }
 
   /**
@@ -181,6 +184,7 @@ export class SignedSources {
     if (id === undefined) return null;
     const splice = new Splice(
       this.#text,
+      this.#bytes,
       this.#members,
       this.#names,
       this.#containers,
@@ -203,6 +207,7 @@ class Splice {
 
   constructor(
     private readonly text: string,
+    private readonly bytes: Uint8Array | null,
     private readonly members: Int32Array,
     private readonly names: readonly string[],
     private readonly containers: Int32Array,
@@ -229,6 +234,19 @@ class Splice {
 
   /** The text in `[from, to)` as UTF-8 (raw text holds no lone surrogate: it came from UTF-8). */
   #copy(from: number, to: number): void {
+    const bytes = this.bytes;
+    if (bytes !== null) {
+      const output = this.#reserve(to - from);
+      let length = this.#length;
+      if (to - from >= NATIVE_COPY_FROM) {
+        output.set(bytes.subarray(from, to), length);
+        length += to - from;
+      } else {
+        for (let i = from; i < to; i++) output[length++] = bytes[i]!;
+      }
+      this.#length = length;
+      return;
+    }
     // UTF-8 takes at most 3 bytes per UTF-16 unit.
     const output = this.#reserve((to - from) * 3);
     const text = this.text;
