@@ -79,6 +79,16 @@ function encodeString(value: string, raw: boolean): string {
   );
 }
 
+/** A string as canonical encoding writes it, quotes included; null when it holds a lone surrogate. */
+export function encodeCanonicalString(value: string): string | null {
+  try {
+    return encodeString(value, false);
+  } catch (error) {
+    if (error instanceof LoneSurrogate) return null;
+    throw error;
+  }
+}
+
 function serialize(value: JsonValue, omitTopLevelKey: string | null, raw: boolean): string {
   if (value === null) return "null";
   switch (typeof value) {

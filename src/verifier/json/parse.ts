@@ -11,9 +11,8 @@
  */
 
 import { CodedError } from "../coded-error.js";
-import { compareCodePoints } from "./canonical.js";
 import { reprString } from "./py-scalars.js";
-import { SignedSources } from "./signed-sources.js";
+import { SignedSources, ValueKind } from "./signed-sources.js";
 import { decodeUtf8Strict, Utf8DecodeError } from "./utf8.js";
 import { type JsonObject, type JsonValue, normalizeInteger, PyFloat } from "./value.js";
 
@@ -52,9 +51,10 @@ export function parseJson(input: Uint8Array | string, options: ParseOptions = {}
 }
 
 /**
- * `parseJson`, also noting where each signed record (an object with a `sig` member) whose
- * members are in order lies in the input, so that its signed bytes can be copied from the
- * input's bytes instead of encoded from the parsed value (`signed-sources.ts`).
+ * `parseJson`, also noting where each member's name and value lie in the input, so that the
+ * signed bytes of a record (the document, or an object that is an array element, as a
+ * bundle's receipts are) can be spliced from the input instead of encoded from the parsed
+ * value (`signed-sources.ts`).
  */
 export function parseSigned(
   input: Uint8Array | string,
@@ -80,17 +80,17 @@ function parseText(
       throw error;
     }
   }
-  // Offsets in the text are byte offsets too when every character is one byte (ASCII) and the
-  // text is the input as decoded (newline translation shifts them).
-  let sameOffsets = typeof input !== "string" && text.length === input.length;
+  const ascii = typeof input !== "string" && text.length === input.length;
+  let translated = false;
   if (options.universalNewlines && text.includes("\r")) {
     text = text.replace(/\r\n?/g, "\n");
-    sameOffsets = false;
+    translated = true;
   }
   if (text.charCodeAt(0) === 0xfeff) {
     throw syntaxError(text, "Unexpected UTF-8 BOM (decode using utf-8-sig)", 0);
   }
-  sources?.attach(text, sameOffsets ? (input as Uint8Array) : null);
+  // An ASCII input's bytes are its text, offset for offset, unless newlines were translated.
+  sources?.attach(text, ascii, ascii && !translated ? (input as Uint8Array) : null);
   const parser = new Parser(text, options.maxDepth ?? PARSER_MAX_DEPTH, sources);
   return parser.parseDocument();
 }
@@ -151,6 +151,10 @@ enum Ch {
   CloseBrace = 0x7d,
 }
 
+const CONTROL_CHARACTER = /[\x00-\x1f]/g;
+/** Control characters other than a line feed (which pretty-printed text has on every line). */
+const CONTROL_BUT_LINE_FEED = /[\x00-\x09\x0b-\x1f]/;
+
 /** Thrown where CPython raises `StopIteration(idx)`, which surfaces as "Expecting value". */
 class ExpectingValue {
   constructor(readonly pos: number) {}
@@ -161,16 +165,27 @@ class Parser {
   /** Index just after the value the last `scan*` call returned (avoids a tuple per value). */
   private next = 0;
   /**
-   * How many objects so far had members out of code-point order: an object whose scan leaves
-   * it unchanged is sorted throughout, the one case `SignedSources` can copy from.
+   * What the last `scan*` call returned, for `sources`: a `ValueKind`, or the container id the
+   * sources gave it. Set only when there are sources.
    */
-  private unsorted = 0;
+  private kind: number = ValueKind.Verbatim;
+  /** Where the next backslash is, from where the scan last looked (-1: not looked yet). */
+  private nextBackslash = -1;
+  /** Where the next character below U+0020 is, likewise. */
+  private nextControl = -1;
+  /**
+   * Whether the only control character in the text is the line feed: then the next control
+   * character is the next line feed, which `indexOf` finds faster than a regular expression.
+   */
+  private readonly lineFeedsOnly: boolean;
 
   constructor(
     private readonly text: string,
     private readonly maxDepth: number,
     private readonly sources: SignedSources | null,
-  ) {}
+  ) {
+    this.lineFeedsOnly = !CONTROL_BUT_LINE_FEED.test(text);
+  }
 
   parseDocument(): JsonValue {
     const start = this.skipWhitespace(0);
@@ -185,6 +200,7 @@ class Parser {
     }
     const end = this.skipWhitespace(this.next);
     if (end !== this.text.length) throw syntaxError(this.text, "Extra data", end);
+    if (this.sources !== null && value instanceof Map) this.sources.record(value, this.kind);
     return value;
   }
 
@@ -248,11 +264,13 @@ class Parser {
 
   private literal(value: JsonValue, next: number): JsonValue {
     this.next = next;
+    this.kind = ValueKind.Verbatim;
     return value;
   }
 
   private float(value: number, next: number): JsonValue {
     this.next = next;
+    this.kind = ValueKind.Float;
     return new PyFloat(value);
   }
 
@@ -321,10 +339,15 @@ class Parser {
     const token = text.slice(start, idx);
     if (isFloat) return this.float(Number(token), idx);
     this.next = idx;
+    this.kind = ValueKind.Verbatim;
     const digits = token.charCodeAt(0) === Ch.Minus ? token.length - 1 : token.length;
     if (digits <= 15) {
       const n = Number(token);
-      return n === 0 ? 0 : n;
+      if (n === 0) {
+        if (digits !== token.length) this.kind = ValueKind.MinusZero;
+        return 0;
+      }
+      return n;
     }
     if (digits > MAX_INT_DIGITS) {
       throw new StrictJsonError(
@@ -335,11 +358,46 @@ class Parser {
     return normalizeInteger(BigInt(token));
   }
 
-  /** `scanstring`: `begin` is the index just after the opening quote. */
+  /**
+   * `scanstring`: `begin` is the index just after the opening quote. Most strings hold no
+   * escape and no control character: for those the closing quote is found natively, and the
+   * next backslash and control character are looked up once and reused while the scan has not
+   * passed them (most documents have none, or one per line).
+   */
   private scanString(begin: number): string {
+    const text = this.text;
+    const quote = text.indexOf('"', begin);
+    if (quote >= 0) {
+      if (this.nextBackslash < begin) {
+        const found = text.indexOf("\\", begin);
+        this.nextBackslash = found < 0 ? text.length : found;
+      }
+      if (this.nextControl < begin) {
+        if (this.lineFeedsOnly) {
+          const found = text.indexOf("\n", begin);
+          this.nextControl = found < 0 ? text.length : found;
+        } else {
+          CONTROL_CHARACTER.lastIndex = begin;
+          this.nextControl = CONTROL_CHARACTER.test(text)
+            ? CONTROL_CHARACTER.lastIndex - 1
+            : text.length;
+        }
+      }
+      if (quote < this.nextBackslash && quote < this.nextControl) {
+        this.next = quote + 1;
+        this.kind = ValueKind.Verbatim;
+        return text.slice(begin, quote);
+      }
+    }
+    return this.scanEscapedString(begin);
+  }
+
+  /** `scanString` of a string with an escape or a control character (or no end). */
+  private scanEscapedString(begin: number): string {
     const text = this.text;
     const len = text.length;
     let chunks: string | null = null;
+    let escaped = false;
     let end = begin;
     for (;;) {
       let next = end;
@@ -357,8 +415,10 @@ class Parser {
       next++;
       if (c === Ch.Quote) {
         this.next = next;
+        this.kind = escaped ? ValueKind.Escaped : ValueKind.Verbatim;
         return chunks ?? "";
       }
+      escaped = true;
       if (next === len) throw syntaxError(text, "Unterminated string starting at", begin - 1);
       const esc = text.charCodeAt(next);
       let decoded: string;
@@ -436,21 +496,22 @@ class Parser {
   private scanObject(idx: number): JsonObject {
     const text = this.text;
     const endIdx = text.length - 1;
-    const start = idx - 1;
     const obj: JsonObject = new Map();
     let duplicate: string | null = null;
-    let signed = false;
-    const unsortedBefore = this.unsorted;
-    let sorted = true;
-    let previousKey = "";
+    const sources = this.sources;
+    let lastMember = -1;
+    let escapedNames = false;
     idx = this.skipWhitespace(idx);
     if (idx > endIdx || text.charCodeAt(idx) !== Ch.CloseBrace) {
       for (;;) {
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Quote) {
           throw syntaxError(text, "Expecting property name enclosed in double quotes", idx);
         }
+        const keyStart = idx;
         const key = this.scanString(idx + 1);
-        idx = this.skipWhitespace(this.next);
+        const keyEnd = this.next;
+        const keyEscaped = this.kind === ValueKind.Escaped;
+        idx = this.skipWhitespace(keyEnd);
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Colon) {
           throw syntaxError(text, "Expecting ':' delimiter", idx);
         }
@@ -458,9 +519,18 @@ class Parser {
         const value = this.scan(idx);
         if (duplicate === null && obj.has(key)) duplicate = key;
         obj.set(key, value);
-        if (key === "sig") signed = true;
-        if (sorted && obj.size > 1 && compareCodePoints(previousKey, key) >= 0) sorted = false;
-        previousKey = key;
+        if (sources !== null) {
+          if (keyEscaped) escapedNames = true;
+          lastMember = sources.member(
+            lastMember,
+            key,
+            keyEscaped ? -1 : keyStart,
+            keyEnd,
+            idx,
+            this.next,
+            this.kind,
+          );
+        }
         idx = this.skipWhitespace(this.next);
         if (idx <= endIdx && text.charCodeAt(idx) === Ch.CloseBrace) break;
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Comma) {
@@ -476,10 +546,7 @@ class Parser {
       );
     }
     this.next = idx + 1;
-    if (!sorted) this.unsorted++;
-    if (signed && this.unsorted === unsortedBefore && this.sources !== null) {
-      this.sources.record(obj, start, this.next);
-    }
+    if (sources !== null) this.kind = sources.container(obj, lastMember, obj.size, escapedNames);
     return obj;
   }
 
@@ -488,10 +555,18 @@ class Parser {
     const text = this.text;
     const endIdx = text.length - 1;
     const arr: JsonValue[] = [];
+    const sources = this.sources;
+    let lastMember = -1;
     idx = this.skipWhitespace(idx);
     if (idx > endIdx || text.charCodeAt(idx) !== Ch.CloseBracket) {
       for (;;) {
-        arr.push(this.scan(idx));
+        const item = this.scan(idx);
+        arr.push(item);
+        if (sources !== null) {
+          const kind = this.kind;
+          if (kind >= 0 && item instanceof Map) sources.record(item, kind);
+          lastMember = sources.member(lastMember, "", -1, -1, idx, this.next, kind);
+        }
         idx = this.skipWhitespace(this.next);
         if (idx <= endIdx && text.charCodeAt(idx) === Ch.CloseBracket) break;
         if (idx > endIdx || text.charCodeAt(idx) !== Ch.Comma) {
@@ -501,6 +576,7 @@ class Parser {
       }
     }
     this.next = idx + 1;
+    if (sources !== null) this.kind = sources.container(arr, lastMember, arr.length, false);
     return arr;
   }
 }

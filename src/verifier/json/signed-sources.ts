@@ -1,270 +1,367 @@
 /**
- * The signed bytes of records, made from the input they were parsed from.
+ * The signed bytes of records, spliced from the input they were parsed from.
  *
  * A receipt is signed and hashed over `canonicalBytes(receipt, "sig")`. Encoding the parsed
- * value builds a JS string member by member and then encodes it as UTF-8; but when the input
- * already has members in order (canonical JSON, or `sort_keys` output, pretty-printed or not),
- * every byte of the result is in the input, which the parser just checked. So the parser
- * (`parseSigned`) notes where each object with a `sig` member lies when its members are in
- * code-point order throughout, and `unsignedBytes` copies the input's bytes without whitespace
- * and without `sig`: no string built, nothing decoded. Members out of order are left to the
- * encoder (putting them in order while copying measured slower than the encoder).
+ * value walks its `Map`s, sorts their names, tests every string for characters to escape and
+ * builds a JS string that is then encoded as UTF-8. But almost every byte of the result is
+ * already in the input, in some order: the parser (`parseSigned`) notes where each member's
+ * name and value lie, and `unsignedBytes` writes the canonical bytes by sorting each object's
+ * members by name and copying the input's text of names and values, without whitespace and
+ * without the top-level `sig`. Producers write members in insertion order, so this has to
+ * work on unsorted input (the copy path before it only took sorted input).
  *
- * The copy equals the encoder's output exactly, because it only copies what canonical
- * encoding writes unchanged, and gives up (null: the caller encodes the value) on the rest:
- * - strings and member names without a backslash are copied, quotes included. Canonical
+ * The result equals the encoder's exactly, because each token is either copied where
+ * canonical encoding writes it unchanged, or written as the encoder writes it:
+ * - a string or member name without a backslash is copied, quotes included. Canonical
  *   encoding writes a string as itself unless it holds `"`, `\`, a control character or a
- *   lone surrogate; raw `"` ends a string, raw control characters were refused by the parser,
- *   and a raw lone surrogate cannot be UTF-8, so none of them is in such a string. Strings
- *   with escapes give up (canonical escaping differs from many spellings: `\/`, `\u0041`);
+ *   lone surrogate; a raw `"` ends a string, raw control characters were refused by the
+ *   parser, and raw text came from valid UTF-8, which cannot hold a lone surrogate. Non-ASCII
+ *   characters are written raw by canonical encoding (`ensure_ascii=False`), so they are
+ *   copied as UTF-8;
+ * - a string with escapes is written from its decoded value with the encoder's own string
+ *   encoding (`encodeCanonicalString`); one with a lone surrogate gives up;
  * - integer tokens are copied: JSON has no leading zeros and `String(value)` of an integer
- *   gives back its token, except `-0`, which gives up. Tokens with a fraction or an exponent,
- *   `NaN` and `Infinity` are floats, which canonical encoding refuses: they give up, and the
- *   encoder reports them as it always did;
+ *   gives back its token, except `-0`, which is written `0`. Tokens with a fraction or an
+ *   exponent, `NaN` and `Infinity` are floats, which canonical encoding refuses: they give up;
  * - `true`, `false`, `null` are copied;
- * - members must be in strictly increasing order of their names' bytes, else it gives up (the
- *   parser checked code-point order already; for names without escapes, which are UTF-8, byte
- *   order is code-point order, so the copy checks it again at the cost of a few bytes);
+ * - members are written in code-point order of their decoded names (code-unit order, the
+ *   same thing unless a name holds a unit from U+D800 up, which only an escaped name can in
+ *   ASCII input and which then sorts by code point), arrays in order;
  * - whitespace between tokens is dropped, and so is the top-level `sig` member.
+ *
+ * Giving up returns null, and the caller encodes the value as before, so refusals (floats,
+ * lone surrogates) and their wording stay the encoder's.
  *
  * A record holds for the values as they came out of the parser: it belongs to one
  * verification of one parsed document, which never changes the values it reads.
  */
-import type { JsonObject } from "./value.js";
+import { compareCodePoints, encodeCanonicalString } from "./canonical.js";
+import type { JsonObject, JsonValue } from "./value.js";
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
+/** What a member's value is, where it is not a container (containers are their id, ≥ 0). */
+export enum ValueKind {
+  /** Written as it is spelled: a string without escapes, an integer, a literal. */
+  Verbatim = -1,
+  /** A string with escapes: written from its decoded value. */
+  Escaped = -2,
+  /** `-0`: written `0`. */
+  MinusZero = -3,
+  /** A float (fraction, exponent, NaN, Infinity): canonical encoding refuses it. */
+  Float = -4,
+}
+
+// One member (or array element) is `MEMBER_FIELDS` numbers in `#members`.
+/** Where its name's token starts; -1 for an array element and for a name with escapes. */
+const KEY_START = 0;
+const KEY_END = 1;
+const VALUE_START = 2;
+const VALUE_END = 3;
+const KIND = 4;
+/** The previous member of the same container, or -1: members are linked, not contiguous. */
+const PREVIOUS = 5;
+const MEMBER_FIELDS = 6;
+
+// One container is `CONTAINER_FIELDS` numbers in `#containers`.
+const LAST_MEMBER = 0;
+const COUNT = 1;
+const FLAGS = 2;
+const CONTAINER_FIELDS = 3;
+const IS_OBJECT = 1;
+/** Names must be sorted by code point, not code unit. */
+const BY_CODE_POINT = 2;
+
 const COMMA = 0x2c;
 const COLON = 0x3a;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
-const MINUS = 0x2d;
-const DOT = 0x2e;
-const LOWER_E = 0x65;
-const UPPER_E = 0x45;
 const ZERO = 0x30;
 
-/** `"sig"` as bytes, quotes included. */
-const SIG = Uint8Array.of(QUOTE, 0x73, 0x69, 0x67, QUOTE);
+/** Thrown inside the splice when a token is one canonical encoding refuses. */
+class NotSpliceable {}
+const NOT_SPLICEABLE = new NotSpliceable();
 
-/** Thrown inside the copy when a token is one that canonical encoding would change. */
-class NotCopyable {}
-const NOT_COPYABLE = new NotCopyable();
+/** Above this many characters a copy goes through the platform's `Buffer.write`. */
+const NATIVE_COPY_FROM = 96;
 
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+function grown(array: Int32Array<ArrayBuffer>, needed: number): Int32Array<ArrayBuffer> {
+  if (needed <= array.length) return array;
+  const bigger = new Int32Array(Math.max(array.length * 2, needed));
+  bigger.set(array);
+  return bigger;
 }
 
 export class SignedSources {
-  /** Each noted object's index into `#offsets`, where its start and end follow each other. */
-  readonly #spans = new Map<JsonObject, number>();
-  readonly #offsets: number[] = [];
+  /** The document and the objects that are array elements (a bundle's receipts), by id. */
+  readonly #records = new Map<JsonObject, number>();
+  #members = new Int32Array(0);
+  #memberCount = 0;
+  /** Per member: its decoded name ("" for an array element). */
+  readonly #names: string[] = [];
+  #containers = new Int32Array(0);
+  /** Per container: the parsed value, whose entries are its members in order. */
+  readonly #values: (JsonObject | JsonValue[])[] = [];
   #text = "";
-  /** The input bytes, when text offsets are byte offsets (an ASCII input, not translated). */
+  /** The input's bytes, where they are the text offset for offset (ASCII, not translated). */
   #bytes: Uint8Array | null = null;
+  /** Whether every name is sorted by code point: code-unit order differs only from U+D800 up. */
+  #byCodePoint = true;
 
-  /** Called once by the parser, before it records anything. */
-  attach(text: string, bytes: Uint8Array | null): void {
+  /**
+   * Called once by the parser, before it records anything. In an ASCII text only an escaped
+   * name can hold a unit from U+D800 up, so names compare by code unit unless escaped.
+   */
+  attach(text: string, ascii: boolean, bytes: Uint8Array | null): void {
     this.#text = text;
     this.#bytes = bytes;
+    this.#byCodePoint = !ascii;
+    // Receipts spend about 25 characters per member and 200 per object; the arrays grow.
+    this.#members = new Int32Array(Math.min(text.length >> 5, 1 << 14) * MEMBER_FIELDS + 96);
+    this.#containers = new Int32Array(Math.min(text.length >> 7, 1 << 12) * CONTAINER_FIELDS + 24);
   }
 
   /**
-   * `object` (which has a `sig` member, and members in order throughout) starts at `start` and
-   * ends before `end` in the text.
+   * A member of the container being scanned; returns its index, the container's new last
+   * member. `keyStart` is -1 for an array element and for a name with escapes.
    */
-  record(object: JsonObject, start: number, end: number): void {
-    this.#spans.set(object, this.#offsets.length);
-    this.#offsets.push(start, end);
+  member(
+    previous: number,
+    name: string,
+    keyStart: number,
+    keyEnd: number,
+    valueStart: number,
+    valueEnd: number,
+    kind: number,
+  ): number {
+    const index = this.#memberCount++;
+    const at = index * MEMBER_FIELDS;
+    const members = grown(this.#members, at + MEMBER_FIELDS);
+    this.#members = members;
+    members[at + KEY_START] = keyStart;
+    members[at + KEY_END] = keyEnd;
+    members[at + VALUE_START] = valueStart;
+    members[at + VALUE_END] = valueEnd;
+    members[at + KIND] = kind;
+    members[at + PREVIOUS] = previous;
+    this.#names.push(name);
+    return index;
   }
 
-  /** How many objects the parser noted. */
+  /** A container whose members are all recorded; returns its id. */
+  container(
+    value: JsonObject | JsonValue[],
+    lastMember: number,
+    count: number,
+    escapedNames: boolean,
+  ): number {
+    const id = this.#values.length;
+    this.#values.push(value);
+    const at = id * CONTAINER_FIELDS;
+    const containers = grown(this.#containers, at + CONTAINER_FIELDS);
+    this.#containers = containers;
+    containers[at + LAST_MEMBER] = lastMember;
+    containers[at + COUNT] = count;
+    containers[at + FLAGS] = Array.isArray(value)
+      ? 0
+      : IS_OBJECT | (escapedNames || this.#byCodePoint ? BY_CODE_POINT : 0);
+    return id;
+  }
+
+  /** `object` (the document or an array element) is container `id`. */
+  record(object: JsonObject, id: number): void {
+    this.#records.set(object, id);
+  }
+
+  /** How many objects can be looked up. */
   get size(): number {
-    return this.#spans.size;
+    return this.#records.size;
   }
 
   /** `canonicalBytes(record, "sig")` made from the input, or null where that is not possible. */
   unsignedBytes(record: JsonObject): Buffer | null {
-    const span = this.#spans.get(record);
-    if (span === undefined) return null;
-    let start = this.#offsets[span]!;
-    let end = this.#offsets[span + 1]!;
-    let source = this.#bytes;
-    if (source === null) {
-      source = Buffer.from(this.#text.slice(start, end), "utf8");
-      start = 0;
-      end = source.length;
-    }
-    const copy = new CanonicalCopy(source, Buffer.allocUnsafe(end - start));
+    const id = this.#records.get(record);
+    if (id === undefined) return null;
+    const splice = new Splice(
+      this.#text,
+      this.#bytes,
+      this.#members,
+      this.#names,
+      this.#containers,
+      this.#values,
+    );
     try {
-      copy.object(start, true);
+      splice.object(id, true);
     } catch (error) {
-      if (error === NOT_COPYABLE) return null;
+      if (error === NOT_SPLICEABLE) return null;
       throw error;
     }
-    return copy.output.subarray(0, copy.length);
+    return splice.result();
   }
 }
 
-/**
- * Copies one parsed (so well-formed) value from `source` to `output` in canonical form, in
- * one pass. Canonical form is never longer than the source: it only drops whitespace and `sig`.
- */
-class CanonicalCopy {
-  length = 0;
+/** Writes one container's canonical bytes; the output grows as needed. */
+class Splice {
+  #output = Buffer.allocUnsafe(2048);
+  #length = 0;
 
   constructor(
-    private readonly source: Uint8Array,
-    readonly output: Buffer,
+    private readonly text: string,
+    private readonly bytes: Uint8Array | null,
+    private readonly members: Int32Array,
+    private readonly names: readonly string[],
+    private readonly containers: Int32Array,
+    private readonly values: readonly (JsonObject | JsonValue[])[],
   ) {}
 
-  private skipSpace(at: number): number {
-    const source = this.source;
-    while (isSpace(source[at]!)) at++;
-    return at;
+  result(): Buffer {
+    return this.#output.subarray(0, this.#length);
   }
 
-  private put(from: number, to: number): void {
-    const { source, output } = this;
-    let length = this.length;
-    for (let i = from; i < to; i++) output[length++] = source[i]!;
-    this.length = length;
+  #reserve(bytes: number): Buffer {
+    const output = this.#output;
+    if (this.#length + bytes <= output.length) return output;
+    const bigger = Buffer.allocUnsafe(Math.max(output.length * 2, this.#length + bytes));
+    output.copy(bigger, 0, 0, this.#length);
+    this.#output = bigger;
+    return bigger;
   }
 
-  /** Copies the value at `at` (no whitespace before it); returns the index after it. */
-  private value(at: number): number {
-    const c = this.source[at]!;
-    if (c === QUOTE) {
-      const end = this.stringEnd(at);
-      this.put(at, end);
-      return end;
-    }
-    if (c === OPEN_BRACE) return this.object(at, false);
-    if (c === OPEN_BRACKET) return this.array(at);
-    return this.scalar(at);
+  #byte(value: number): void {
+    const output = this.#reserve(1);
+    output[this.#length++] = value;
   }
 
-  /** The index after the string starting at `at`; gives up on a string with escapes. */
-  private stringEnd(at: number): number {
-    const source = this.source;
-    let i = at + 1;
-    for (;;) {
-      const c = source[i]!;
-      if (c === QUOTE) return i + 1;
-      if (c === BACKSLASH) throw NOT_COPYABLE;
-      i++;
-    }
-  }
-
-  /** A number or literal: copied when it is an integer other than `-0`, or true/false/null. */
-  private scalar(at: number): number {
-    const source = this.source;
-    const first = source[at]!;
-    // NaN, Infinity and -Infinity are floats.
-    if (first === 0x4e || first === 0x49 || (first === MINUS && source[at + 1] === 0x49)) {
-      throw NOT_COPYABLE;
-    }
-    const numeric = first === MINUS || (first >= ZERO && first <= 0x39);
-    let end = at;
-    for (;;) {
-      const c = source[end];
-      if (
-        c === undefined ||
-        c === COMMA ||
-        c === CLOSE_BRACE ||
-        c === CLOSE_BRACKET ||
-        isSpace(c)
-      ) {
-        break;
+  /** The text in `[from, to)` as UTF-8 (raw text holds no lone surrogate: it came from UTF-8). */
+  #copy(from: number, to: number): void {
+    const bytes = this.bytes;
+    if (bytes !== null) {
+      const output = this.#reserve(to - from);
+      let length = this.#length;
+      if (to - from >= NATIVE_COPY_FROM) {
+        output.set(bytes.subarray(from, to), length);
+        length += to - from;
+      } else {
+        for (let i = from; i < to; i++) output[length++] = bytes[i]!;
       }
-      if (numeric && (c === DOT || c === LOWER_E || c === UPPER_E)) throw NOT_COPYABLE;
-      end++;
+      this.#length = length;
+      return;
     }
-    // `-0` encodes as `0`.
-    if (first === MINUS && source[at + 1] === ZERO && end === at + 2) throw NOT_COPYABLE;
-    this.put(at, end);
-    return end;
-  }
-
-  private array(at: number): number {
-    const source = this.source;
-    this.output[this.length++] = OPEN_BRACKET;
-    let i = this.skipSpace(at + 1);
-    if (source[i] !== CLOSE_BRACKET) {
-      for (;;) {
-        i = this.skipSpace(this.value(i));
-        if (source[i] === CLOSE_BRACKET) break;
-        this.output[this.length++] = COMMA;
-        i = this.skipSpace(i + 1);
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    const output = this.#reserve((to - from) * 3);
+    const text = this.text;
+    if (to - from >= NATIVE_COPY_FROM) {
+      this.#length += output.write(text.slice(from, to), this.#length, "utf8");
+      return;
+    }
+    let length = this.#length;
+    for (let i = from; i < to; i++) {
+      const c = text.charCodeAt(i);
+      if (c < 0x80) {
+        output[length++] = c;
+      } else if (c < 0x800) {
+        output[length++] = 0xc0 | (c >> 6);
+        output[length++] = 0x80 | (c & 0x3f);
+      } else if (c >= 0xd800 && c <= 0xdbff) {
+        const point = 0x10000 + ((c - 0xd800) << 10) + (text.charCodeAt(++i) - 0xdc00);
+        output[length++] = 0xf0 | (point >> 18);
+        output[length++] = 0x80 | ((point >> 12) & 0x3f);
+        output[length++] = 0x80 | ((point >> 6) & 0x3f);
+        output[length++] = 0x80 | (point & 0x3f);
+      } else {
+        output[length++] = 0xe0 | (c >> 12);
+        output[length++] = 0x80 | ((c >> 6) & 0x3f);
+        output[length++] = 0x80 | (c & 0x3f);
       }
     }
-    this.output[this.length++] = CLOSE_BRACKET;
-    return i + 1;
+    this.#length = length;
   }
 
-  /**
-   * Copies the object at `at` (without `sig` at the top) when its members are in name order;
-   * returns the index after it.
-   */
-  object(at: number, top: boolean): number {
-    const source = this.source;
-    this.output[this.length++] = OPEN_BRACE;
-    let nameStart = -1;
-    let nameEnd = -1;
-    let copied = false;
-    let i = this.skipSpace(at + 1);
-    if (source[i] !== CLOSE_BRACE) {
-      for (;;) {
-        const end = this.stringEnd(i);
-        if (nameStart >= 0 && this.compareNames(nameStart, nameEnd, i, end) > 0) {
-          throw NOT_COPYABLE;
+  /** A decoded string as canonical encoding writes it; a lone surrogate gives up. */
+  #encoded(value: string): void {
+    const encoded = encodeCanonicalString(value);
+    if (encoded === null) throw NOT_SPLICEABLE;
+    const output = this.#reserve(encoded.length * 3);
+    this.#length += output.write(encoded, this.#length, "utf8");
+  }
+
+  /** Writes `member`, an element or member of container `parent`. */
+  #value(member: number, parent: number, position: number): void {
+    const at = member * MEMBER_FIELDS;
+    const members = this.members;
+    const kind = members[at + KIND]!;
+    if (kind === ValueKind.Verbatim)
+      this.#copy(members[at + VALUE_START]!, members[at + VALUE_END]!);
+    else if (kind >= 0) {
+      if ((this.containers[kind * CONTAINER_FIELDS + FLAGS]! & IS_OBJECT) !== 0) {
+        this.object(kind, false);
+      } else this.#array(kind);
+    } else if (kind === ValueKind.Escaped) {
+      const container = this.values[parent]!;
+      const value = Array.isArray(container)
+        ? container[position]
+        : container.get(this.names[member]!);
+      this.#encoded(value as string);
+    } else if (kind === ValueKind.MinusZero) this.#byte(ZERO);
+    else throw NOT_SPLICEABLE;
+  }
+
+  /** The container's members in document order. */
+  #membersOf(id: number): Int32Array {
+    const count = this.containers[id * CONTAINER_FIELDS + COUNT]!;
+    const list = new Int32Array(count);
+    let member = this.containers[id * CONTAINER_FIELDS + LAST_MEMBER]!;
+    for (let i = count - 1; i >= 0; i--) {
+      list[i] = member;
+      member = this.members[member * MEMBER_FIELDS + PREVIOUS]!;
+    }
+    return list;
+  }
+
+  #array(id: number): void {
+    const list = this.#membersOf(id);
+    this.#byte(OPEN_BRACKET);
+    for (let i = 0; i < list.length; i++) {
+      if (i > 0) this.#byte(COMMA);
+      this.#value(list[i]!, id, i);
+    }
+    this.#byte(CLOSE_BRACKET);
+  }
+
+  object(id: number, omitSig: boolean): void {
+    const list = this.#membersOf(id);
+    const names = this.names;
+    if ((this.containers[id * CONTAINER_FIELDS + FLAGS]! & BY_CODE_POINT) !== 0) {
+      list.sort((a, b) => compareCodePoints(names[a]!, names[b]!));
+    } else {
+      // Insertion sort: objects are small, and often in order already.
+      for (let i = 1; i < list.length; i++) {
+        const member = list[i]!;
+        const name = names[member]!;
+        let j = i - 1;
+        while (j >= 0 && names[list[j]!]! > name) {
+          list[j + 1] = list[j]!;
+          j--;
         }
-        nameStart = i;
-        nameEnd = end;
-        const valueStart = this.skipSpace(this.skipSpace(end) + 1);
-        let valueEnd: number;
-        if (top && this.isSig(i, end)) {
-          // Copied only to find where it ends, then dropped.
-          const mark = this.length;
-          valueEnd = this.value(valueStart);
-          this.length = mark;
-        } else {
-          if (copied) this.output[this.length++] = COMMA;
-          copied = true;
-          this.put(i, end);
-          this.output[this.length++] = COLON;
-          valueEnd = this.value(valueStart);
-        }
-        i = this.skipSpace(valueEnd);
-        if (source[i] === CLOSE_BRACE) break;
-        i = this.skipSpace(i + 1);
+        list[j + 1] = member;
       }
     }
-    this.output[this.length++] = CLOSE_BRACE;
-    return i + 1;
-  }
-
-  private isSig(from: number, to: number): boolean {
-    if (to - from !== SIG.length) return false;
-    for (let k = 0; k < SIG.length; k++) if (this.source[from + k] !== SIG[k]) return false;
-    return true;
-  }
-
-  /** Byte order of the names (quotes excluded) at `[a, aEnd)` and `[b, bEnd)`. */
-  private compareNames(a: number, aEnd: number, b: number, bEnd: number): number {
-    const source = this.source;
-    let i = a + 1;
-    let j = b + 1;
-    aEnd--;
-    bEnd--;
-    while (i < aEnd && j < bEnd) {
-      const d = source[i]! - source[j]!;
-      if (d !== 0) return d;
-      i++;
-      j++;
+    const members = this.members;
+    this.#byte(OPEN_BRACE);
+    let first = true;
+    for (let i = 0; i < list.length; i++) {
+      const member = list[i]!;
+      const name = names[member]!;
+      if (omitSig && name === "sig") continue;
+      if (!first) this.#byte(COMMA);
+      first = false;
+      const at = member * MEMBER_FIELDS;
+      const keyStart = members[at + KEY_START]!;
+      if (keyStart >= 0) this.#copy(keyStart, members[at + KEY_END]!);
+      else this.#encoded(name);
+      this.#byte(COLON);
+      this.#value(member, id, -1);
     }
-    return aEnd - i - (bEnd - j);
+    this.#byte(CLOSE_BRACE);
   }
 }
