@@ -50,6 +50,15 @@ const before: VerifierCrypto = {
   },
 };
 
+const HIGH_Y_KEY = Buffer.from(
+  "f0ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+  "hex",
+);
+const ORDER_8_KEY = Buffer.from(
+  "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+  "hex",
+);
+
 interface Input {
   key: Buffer;
   message: Buffer;
@@ -105,6 +114,32 @@ function bundleMs(crypto: VerifierCrypto, bytes: Uint8Array): number {
   return performance.now() - started;
 }
 
+/**
+ * Signatures under one edge key, its verifier made once (as the did:key cache keeps it): a
+ * y ≥ p key (y − p = 3, one of the 20 that decode) and a key of order 8, each with honest-
+ * looking R = [s]B, S = s, and a random message.
+ */
+function edgeKeyCases(key: Buffer): Input[] {
+  return Array.from({ length: keyCount }, (_, i) => {
+    const s = Buffer.alloc(32);
+    sodium.crypto_core_ed25519_scalar_reduce(s, createHash("sha512").update(`s ${i}`).digest());
+    const r = Buffer.alloc(32);
+    sodium.crypto_scalarmult_ed25519_base_noclamp(r, s);
+    return { key, message: Buffer.from(`message ${i}`), signature: Buffer.concat([r, s]) };
+  });
+}
+
+function perSignatureOneKey(crypto: VerifierCrypto, cases: Input[], passes: number): number {
+  const verifier = crypto.ed25519Verifier(cases[0]!.key)!;
+  const times: number[] = [];
+  for (let pass = 0; pass < passes; pass++) {
+    const started = cpuMs();
+    for (const { message, signature } of cases) verifier(message, signature);
+    times.push(((cpuMs() - started) * 1000) / cases.length);
+  }
+  return times.sort((a, b) => a - b)[Math.floor(times.length / 2)]!;
+}
+
 function child(): void {
   const ordinary = inputs("ordinary");
   const zeroS = inputs("R = identity, S = 0");
@@ -122,6 +157,14 @@ function child(): void {
     ],
     ["edge: R = identity, S = 0, now", perSignature(platformCrypto, zeroS, 5).toFixed(1)],
     ["edge: R = identity, S random, now", perSignature(platformCrypto, randomS, 5).toFixed(1)],
+    [
+      "edge: y ≥ p key (y = p + 3), one verifier, now",
+      perSignatureOneKey(platformCrypto, edgeKeyCases(HIGH_Y_KEY), 3).toFixed(1),
+    ],
+    [
+      "edge: key of order 8, one verifier, now",
+      perSignatureOneKey(platformCrypto, edgeKeyCases(ORDER_8_KEY), 3).toFixed(1),
+    ],
     ["edge: R = identity, S = 0, before", perSignature(before, zeroS.slice(0, 50), 1).toFixed(1)],
     [
       `1 MiB bundle, ${receipts} edge signatures (ms), now`,
