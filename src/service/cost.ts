@@ -15,6 +15,7 @@ import { pyB64uDecode } from "../verifier/crypto/base64.js";
 import { didKeyToPublicKey } from "../verifier/crypto/did-key.js";
 import { isNonCanonicalEncoding, isSmallOrderEncoding } from "../verifier/crypto/edge-points.js";
 import { OPENSSL_DECIDES_EDGES } from "../verifier/crypto/node.js";
+import { verifierCrypto } from "../verifier/crypto/provider.js";
 import { isArray, isObject, type JsonObject, type JsonValue } from "../verifier/json/value.js";
 
 /** What a verification request asks a thread to do, counted from its parsed body. */
@@ -27,12 +28,13 @@ export interface CostCounts {
   /** Distinct did:keys those signatures name: each is one key import per thread. */
   distinctKeys: number;
   /**
-   * Signatures whose R or whose key A is a small-order or non-canonical encoding: they leave
-   * libsodium for the OpenSSL 3.0 path (crypto/node.ts), several times an ordinary check, and on
-   * Node 24 noble's step-by-step check with a table per distinct key (docs/cost-bounds.md).
+   * Signatures whose R or whose key A is a small-order or non-canonical encoding: about an
+   * ordinary check with libsodium (crypto/sodium-edges.ts) or OpenSSL 3.0, but noble's
+   * step-by-step check with a table per distinct key where neither decides
+   * (docs/cost-bounds.md).
    */
   edgePointSignatures: number;
-  /** Distinct did:keys under which edge-point signatures are checked (Node 24: a table each). */
+  /** Distinct did:keys under which edge-point signatures are checked (noble: a table each). */
   edgePointKeys: number;
 }
 
@@ -44,17 +46,23 @@ export interface CostCounts {
 export const UNIT_WEIGHT = 3_000;
 
 /**
- * Edge-point weights by who decides edge points: OpenSSL 3.0 itself (Node 20, 22), about one
- * more ordinary check; on a later OpenSSL (Node 24) noble's step-by-step 3.0 check, about
- * 1 ms a signature plus about 7 ms for the table of each key it is checked under.
+ * Edge-point weights by who decides edge points. libsodium (`crypto/sodium-edges.ts`, every
+ * Node line since issue 32) and OpenSSL 3.0 itself (Node 20) decide one at about the cost of an
+ * ordinary check. Only where sodium-native does not load and the OpenSSL is later than 3.0
+ * (Node 22, 24) does noble's step-by-step 3.0 check decide it: about 1 ms a signature plus about
+ * 7 ms for the table of each key it is checked under.
  */
 const EDGE_POINT_WEIGHTS = {
-  openssl_3_0: { signature: 1, key: 0 },
-  later_openssl: { signature: 15, key: 100 },
+  libsodium_or_openssl_3_0: { signature: 1, key: 0 },
+  noble_fallback: { signature: 15, key: 100 },
 } as const;
-const EDGE_WEIGHTS_HERE = OPENSSL_DECIDES_EDGES
-  ? EDGE_POINT_WEIGHTS.openssl_3_0
-  : EDGE_POINT_WEIGHTS.later_openssl;
+
+/** The weights of the implementation verifying now (it is chosen at start, per thread). */
+function edgeWeightsHere(): { signature: number; key: number } {
+  return verifierCrypto().id === "libsodium" || OPENSSL_DECIDES_EDGES
+    ? EDGE_POINT_WEIGHTS.libsodium_or_openssl_3_0
+    : EDGE_POINT_WEIGHTS.noble_fallback;
+}
 
 /**
  * The weight of each counted thing, in ordinary signature checks (about 60 µs on libsodium):
@@ -64,10 +72,7 @@ export const COST_WEIGHTS = {
   signature: 1,
   /** A key import (SPKI or libsodium's checks) costs about one verification. */
   distinctKey: 1,
-  /** An edge-point signature (`EDGE_POINT_WEIGHTS`, by the Node line's OpenSSL). */
-  edgePointSignature: EDGE_WEIGHTS_HERE.signature,
-  /** Each distinct key an edge-point signature is checked under. */
-  edgePointKey: EDGE_WEIGHTS_HERE.key,
+  /** An edge-point signature, and each distinct key one is checked under: `edgeWeightsHere`. */
   /** Strict parsing, canonical bytes and hashing of every body byte: 1 per 1,024 bytes. */
   kibibyte: 1,
 } as const;
@@ -86,11 +91,12 @@ export const UNIT_CPU_MS = 250;
 export const MAX_UNITS_PER_REQUEST = 60;
 
 export function weightOf(counts: CostCounts): number {
+  const edge = edgeWeightsHere();
   return (
     counts.signatures * COST_WEIGHTS.signature +
     counts.distinctKeys * COST_WEIGHTS.distinctKey +
-    counts.edgePointSignatures * COST_WEIGHTS.edgePointSignature +
-    counts.edgePointKeys * COST_WEIGHTS.edgePointKey +
+    counts.edgePointSignatures * edge.signature +
+    counts.edgePointKeys * edge.key +
     Math.ceil(counts.bytes / 1024) * COST_WEIGHTS.kibibyte
   );
 }
@@ -228,20 +234,14 @@ export function costUnitsInfo() {
     unit: "one cap unit buys what the heaviest legitimate request the bench knows needs: a 1 MiB batch of 50 real bundles",
     unit_weight: UNIT_WEIGHT,
     // Both edge-point columns, whichever applies here: the answer is the same on every Node
-    // line (crypto.ed25519 says which OpenSSL decides).
+    // line (crypto.ed25519 says which implementation verifies).
     weights: {
       signature: COST_WEIGHTS.signature,
       distinct_key: COST_WEIGHTS.distinctKey,
       kibibyte: COST_WEIGHTS.kibibyte,
       edge_point: {
-        openssl_3_0: {
-          signature: EDGE_POINT_WEIGHTS.openssl_3_0.signature,
-          key: EDGE_POINT_WEIGHTS.openssl_3_0.key,
-        },
-        later_openssl: {
-          signature: EDGE_POINT_WEIGHTS.later_openssl.signature,
-          key: EDGE_POINT_WEIGHTS.later_openssl.key,
-        },
+        libsodium_or_openssl_3_0: { ...EDGE_POINT_WEIGHTS.libsodium_or_openssl_3_0 },
+        noble_fallback: { ...EDGE_POINT_WEIGHTS.noble_fallback },
       },
     },
     charged:

@@ -4,11 +4,13 @@
  * (non-canonical S, small-order and non-canonical keys, non-canonical R) are decided as the
  * reference decides them.
  *
- * That holds for OpenSSL 3.0 (Node 20 and 22), whose answers the corpus pins. Later OpenSSL
- * releases (3.5 in Node 24) refuse small-order and non-canonical keys and small-order R that
+ * That holds for OpenSSL 3.0 (Node 20), whose answers the corpus pins. Later OpenSSL
+ * releases (3.5 in Node 24 and in recent Node 22 releases) refuse small-order and non-canonical keys and small-order R that
  * 3.0 accepts when the equation holds. Under those, exactly these inputs (`edge-points.ts`) are
  * decided by `nobleCrypto`, which performs 3.0's check step by step; every other input is
- * OpenSSL's, so an upgrade of Node does not change a verdict.
+ * OpenSSL's, so an upgrade of Node does not change a verdict. This provider is the fallback
+ * where sodium-native does not load; the libsodium provider decides edge inputs itself, at
+ * about the cost of an ordinary signature (`sodium-edges.ts`).
  */
 import { createHash, createPublicKey, hash, verify } from "node:crypto";
 import { isNonCanonicalEncoding, isSmallOrderEncoding } from "./edge-points.js";

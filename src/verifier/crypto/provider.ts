@@ -6,8 +6,8 @@
  * Three implementations, which must accept and refuse exactly the same signatures
  * (`test/verifier/crypto/contract.test.ts` runs one contract against all three):
  * - `sodium.ts`: libsodium through sodium-native, the default on the server where it loads;
- *   about twice as fast as OpenSSL, which it asks about the inputs the two would decide
- *   differently (`test/verifier/crypto/differential.test.ts`).
+ *   about twice as fast as OpenSSL; the inputs libsodium refuses and OpenSSL 3.0 may accept
+ *   get 3.0's answer from `sodium-edges.ts` (`test/verifier/crypto/differential.test.ts`).
  * - `node.ts`: OpenSSL through `node:crypto`, the server's fallback. OpenSSL is what the
  *   Python reference's `cryptography` uses, and it is about 11× faster than noble.
  * - `noble.ts`: @noble/curves and @noble/hashes, for the browser page. Its Ed25519 check is

@@ -1,15 +1,17 @@
 /**
  * The server's fast implementation of the crypto interface (`provider.ts`): Ed25519 through
- * libsodium (sodium-native), about twice as fast as OpenSSL 3.0's, with OpenSSL's answer on
- * every input. Hashes stay on `node:crypto` (OpenSSL's SHA-256 is the faster of the two).
+ * libsodium (sodium-native), about twice as fast as OpenSSL 3.0's, with OpenSSL 3.0's answer
+ * on every input, on every Node line. Hashes stay on `node:crypto` (OpenSSL's SHA-256 is the
+ * faster of the two).
  *
  * libsodium's `crypto_sign_verify_detached` computes OpenSSL's equation (R' = [S]B − [k]A,
  * k = SHA-512(R ‖ A ‖ M) mod L over the bytes as given, R' encoded canonically and compared
  * with R byte for byte, S ≥ L refused) but refuses more before it: a key whose y is ≥ p, a
  * key or an R whose encoding is one of the small-order points. Those inputs, and only those,
- * go to OpenSSL; for every other input both libraries decide the same equation, so
- * libsodium's yes and its no both stand. docs/verifier-decisions.md gives the argument,
- * test/verifier/crypto/differential.test.ts checks it on 100,000 inputs.
+ * are decided by `sodium-edges.ts`, which computes OpenSSL 3.0's answer for them from
+ * libsodium's group operations; for every other input both libraries decide the same
+ * equation, so libsodium's yes and its no both stand. docs/verifier-decisions.md gives the
+ * argument, test/verifier/crypto/differential.test.ts checks it on 100,000 inputs.
  *
  * Later libsodium releases accept R − R' of small order (a cofactored tolerance OpenSSL does
  * not have), which would accept signatures OpenSSL refuses. `loadSodiumCrypto` therefore asks
@@ -17,31 +19,26 @@
  * not used.
  */
 import { createRequire } from "node:module";
-import { isNonCanonicalEncoding, isSmallOrderEncoding } from "./edge-points.js";
+import { isSmallOrderEncoding } from "./edge-points.js";
 import { nodeCrypto } from "./node.js";
 import type { Ed25519Verifier, VerifierCrypto } from "./provider.js";
+import { edgeKeyVerifier, verifySmallOrderR } from "./sodium-edges.js";
 
 type Sodium = typeof import("sodium-native");
 
 function sodiumVerifier(sodium: Sodium, publicKey: Uint8Array): Ed25519Verifier | null {
-  if (
-    publicKey.length !== 32 ||
-    isNonCanonicalEncoding(publicKey) ||
-    isSmallOrderEncoding(publicKey)
-  ) {
-    return nodeCrypto.ed25519Verifier(publicKey);
-  }
+  // OpenSSL refuses any key that is not 32 bytes, as the interface asks.
+  if (publicKey.length !== 32) return nodeCrypto.ed25519Verifier(publicKey);
+  const edgeKey = edgeKeyVerifier(sodium, publicKey);
+  if (edgeKey !== null) return edgeKey;
   // A copy: the caller's bytes may be a view into a buffer that is reused.
   const key = Buffer.from(publicKey);
-  // Made on first need only: importing a key into OpenSSL costs about a verification.
-  let openssl: Ed25519Verifier | null | undefined;
   return (message, signature) => {
     if (signature.length !== 64) return false;
     if (sodium.crypto_sign_verify_detached(signature, message, key)) return true;
-    // A small-order R is the one refusal of libsodium's that OpenSSL may not share.
+    // A small-order R is the one refusal of libsodium's that OpenSSL 3.0 may not share.
     if (!isSmallOrderEncoding(signature)) return false;
-    openssl ??= nodeCrypto.ed25519Verifier(key);
-    return openssl?.(message, signature) ?? false;
+    return verifySmallOrderR(sodium, key, message, signature);
   };
 }
 
