@@ -106,6 +106,8 @@ export interface BulkOutcome<T> {
 /** The `limits` of `GET /info` that shape requests. */
 export interface ServiceLimits {
   max_body_bytes: number;
+  /** The body limit of a request without a key, pass or payment. */
+  max_anonymous_body_bytes?: number;
   max_batch: number;
 }
 
@@ -276,7 +278,11 @@ export class ReceiptdClient {
   ): AsyncGenerator<BulkOutcome<T>, void, undefined> {
     const { limits } = await this.info();
     const maxItems = Math.max(1, limits.max_batch);
-    const maxBytes = limits.max_body_bytes;
+    // A request with neither a key nor a payment is held to the anonymous body limit.
+    const maxBytes =
+      this.#apiKey === undefined && this.#payment === undefined
+        ? (limits.max_anonymous_body_bytes ?? limits.max_body_bytes)
+        : limits.max_body_bytes;
     const concurrency = Math.max(1, options.concurrency ?? 4);
     const bundleOf = options.bundleOf ?? ((item: T) => item as unknown as BundleInput);
     const query = flags({ requireAnchor: options.requireAnchor, receipt: options.receipt });
@@ -528,6 +534,18 @@ export class ReceiptdClient {
     return this.#payment === undefined ? {} : { idempotencyKey: randomUUID() };
   }
 
+  /** The headers of the 402 an unpaid, empty request to `path` is answered with. */
+  async #challengeFor(path: string): Promise<Answer["headers"]> {
+    const response = await this.#pool.request({
+      method: "POST",
+      path: `${this.#prefix}${path}`,
+      headers: { "content-type": "application/json", "user-agent": this.#userAgent },
+      body: "{}",
+    });
+    await response.body.dump();
+    return response.headers;
+  }
+
   async #call(spec: RequestSpec): Promise<Answer> {
     let payment: PaymentCredential | null = null;
     let payments = 0;
@@ -586,8 +604,19 @@ export class ReceiptdClient {
       const body = objectOf(json);
       const code = typeof body?.error === "string" ? body.error : null;
       const fields = { status, requestId, body, attempts: attempt };
-      if (status === 402 && this.#payment !== undefined && payments < MAX_PAYMENTS_PER_CALL) {
-        const challenge = readChallenge(headerText(responseHeaders["payment-required"]));
+      // A body over the limit of requests without a credential is refused before any 402:
+      // the challenge is then asked for with an empty object, and the body sent paid.
+      const needsChallenge =
+        status === 413 && payment === null && spec.body !== undefined && spec.body.length > 2;
+      if (
+        (status === 402 || needsChallenge) &&
+        this.#payment !== undefined &&
+        payments < MAX_PAYMENTS_PER_CALL
+      ) {
+        const challengeHeaders = needsChallenge
+          ? await this.#challengeFor(spec.path)
+          : responseHeaders;
+        const challenge = readChallenge(headerText(challengeHeaders["payment-required"]));
         const credential = challenge === null ? null : await this.#payment(challenge);
         if (credential === null) {
           throw new ReceiptdError("payment_declined", "the payment hook declined to pay", fields);
