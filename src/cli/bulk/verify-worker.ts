@@ -10,7 +10,9 @@ import { emptyTally, resultLine, type Tally } from "./lines.js";
 export interface ChunkRequest {
   id: number;
   sources: string[];
-  bundles: Uint8Array[];
+  /** The bundles one after another, `lengths` long each. */
+  joined: Uint8Array;
+  lengths: number[];
   requireAnchor: boolean;
   full: boolean;
 }
@@ -24,8 +26,12 @@ export interface ChunkAnswer {
 parentPort?.on("message", (request: ChunkRequest) => {
   const tally = emptyTally();
   let text = "";
+  let offset = 0;
   for (let at = 0; at < request.sources.length; at += 1) {
-    const result = verifyBundleBytes(request.bundles[at] as Uint8Array, {
+    const length = request.lengths[at] as number;
+    const bundle = request.joined.subarray(offset, offset + length);
+    offset += length;
+    const result = verifyBundleBytes(bundle, {
       requireAnchor: request.requireAnchor,
       universalNewlines: true,
     });
