@@ -15,6 +15,7 @@ import {
   MAX_BUNDLE_BYTES,
   verifyBundleBytes,
 } from "../../verifier/bundle/verify-document.js";
+import { codedErrorClass } from "../../verifier/coded-error.js";
 import type { CliIo } from "../entry.js";
 import { type BulkInput, bulkInputs, countInputs } from "./inputs.js";
 import { addTally, emptyTally, failureLine, resultLine, type Tally } from "./lines.js";
@@ -57,7 +58,8 @@ const RUNNING_FROM_SOURCE = import.meta.url.endsWith(".ts");
  */
 const WORKER_LIMITS = { maxYoungGenerationSizeMb: 4 };
 
-class ResumeMismatch extends Error {}
+/** `--out` holds lines of other inputs than these: exit 2, nothing written. */
+class ResumeMismatch extends codedErrorClass("resume_mismatch") {}
 
 /** The inputs after the first `skip`; the last skipped one must be `lastSource`. */
 async function* skipDone(
