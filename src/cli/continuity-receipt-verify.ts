@@ -6,7 +6,6 @@
  * size, then strict decoding and parsing, then verification. JSON on stdout as Python
  * prints it; exit 0 for TRUSTED, 1 for any other verdict, 2 when the bundle is unreadable.
  */
-import { open } from "node:fs/promises";
 import { loadAndMergeRevocations } from "../io/revocation-sources.js";
 import {
   bundleTooLarge,
@@ -17,6 +16,7 @@ import {
 import { dumpJson } from "../verifier/json/dump.js";
 import type { JsonValue } from "../verifier/json/value.js";
 import { RevocationLoadError } from "../verifier/revocations/document.js";
+import { readBundleFile } from "./bulk/inputs.js";
 import { type CliIo, isEntryPoint, processIo, runMain } from "./entry.js";
 import { CliUsageError, parseCommand } from "./parse-command.js";
 
@@ -37,28 +37,6 @@ Exit status: 0 TRUSTED, 1 any other verdict, 2 unreadable bundle or usage error.
 
 function print(io: CliIo, result: DocumentResult | object): void {
   io.stdout(`${dumpJson(result, { indent: 2 })}\n`);
-}
-
-/** Reads at most `limit + 1` bytes, so an oversized file is refused without buffering it. */
-async function readBundleFile(path: string, limit: number): Promise<Buffer | { size: number }> {
-  const handle = await open(path, "r");
-  try {
-    const { size } = await handle.stat();
-    if (size > limit) return { size };
-    const chunks: Buffer[] = [];
-    let total = 0;
-    for (;;) {
-      const chunk = Buffer.allocUnsafe(Math.min(1 << 20, limit + 1 - total));
-      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
-      if (bytesRead === 0) break;
-      chunks.push(chunk.subarray(0, bytesRead));
-      total += bytesRead;
-      if (total > limit) return { size: total };
-    }
-    return Buffer.concat(chunks, total);
-  } finally {
-    await handle.close();
-  }
 }
 
 /** `program` is the name usage text shows. */

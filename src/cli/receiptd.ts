@@ -14,10 +14,11 @@ interface Subcommand {
 
 const SUBCOMMANDS: Record<string, Subcommand> = {
   verify: {
-    summary: "verify a Continuity Receipt bundle (exit 0 iff TRUSTED)",
-    usage: "receiptd verify <bundle> [--require-anchor] [--revocations PATH|URL]...",
-    run: async (argv) =>
-      (await import("./continuity-receipt-verify.js")).main(argv, processIo, "receiptd verify"),
+    summary:
+      "verify a Continuity Receipt bundle, or many in bulk, locally or remotely (exit 0 iff all TRUSTED)",
+    usage:
+      "receiptd verify <bundle> [--require-anchor] [--revocations PATH|URL]... | verify <file|dir|-> ... [--ndjson] [--jobs N] [--remote URL [--key K]] [--out FILE [--resume]] [--require-anchor] [--summary] [--full]",
+    run: async (argv) => (await import("./bulk/main.js")).main(argv, processIo, "receiptd verify"),
   },
   "verify-receipt": {
     summary: "verify a signed verification receipt (exit 0 iff valid)",

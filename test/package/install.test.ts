@@ -144,9 +144,12 @@ describe("the npm package", () => {
     const paths = new Set(packed.files.map((file) => file.path));
     const manifest = JSON.parse(readFileSync(join(repository, "package.json"), "utf8")) as {
       bin: Record<string, string>;
-      exports: Record<string, string>;
+      exports: Record<string, string | Record<string, string>>;
     };
-    for (const path of [...Object.values(manifest.bin), ...Object.values(manifest.exports)]) {
+    const exported = Object.values(manifest.exports).flatMap((target) =>
+      typeof target === "string" ? [target] : Object.values(target),
+    );
+    for (const path of [...Object.values(manifest.bin), ...exported]) {
       assert.ok(paths.has(path.replace(/^\.\//, "")), path);
     }
   });
@@ -229,6 +232,24 @@ describe("the npm package", () => {
       assert.equal(asset.status, 200);
       assert.equal(asset.headers.get("cache-control"), "public, max-age=31536000, immutable");
       await asset.arrayBuffer();
+      // The typed client, as an installed package exports it.
+      const client = await run(
+        process.execPath,
+        [
+          "--input-type=module",
+          "-e",
+          'import { createClient } from "receiptd/client";' +
+            'import { readFileSync } from "node:fs";' +
+            "const client = createClient({ baseUrl: process.argv[1], apiKey: process.argv[2] });" +
+            "const result = await client.verify(readFileSync(process.argv[3]));" +
+            "await client.close(); console.log(result.verdict);",
+          origin,
+          key,
+          corpusPath("vectors/02_happy_full.json"),
+        ],
+        options,
+      );
+      assert.equal(client.stdout, "TRUSTED\n");
     } finally {
       server.kill("SIGTERM");
       if (server.exitCode === null) await once(server, "exit");

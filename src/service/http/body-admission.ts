@@ -112,7 +112,12 @@ function bodyLimitOf(request: FastifyRequest, limits: ServiceLimits): number {
   const routeLimit = request.routeOptions.bodyLimit ?? limits.maxBodyBytes;
   const access = request.routeOptions.config.access;
   // Internal routes check the loopback address and the token before the body instead.
-  const anonymous = request.credential?.kind === "none" && access !== "internal";
+  // A paid retry re-sending its spent authorization (its refusal deferred to the
+  // Idempotency-Key replay) is the payer's, not anonymous: it may send the body it paid for.
+  const anonymous =
+    request.credential?.kind === "none" &&
+    request.deferredRefusal === null &&
+    access !== "internal";
   return anonymous ? Math.min(routeLimit, limits.maxAnonymousBodyBytes) : routeLimit;
 }
 

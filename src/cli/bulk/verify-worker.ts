@@ -1,0 +1,42 @@
+/**
+ * A worker thread of `receiptd verify` in bulk (local mode): verifies a chunk of bundles
+ * with the library and answers with their finished output lines and counts, so the main
+ * thread only reads inputs and writes text.
+ */
+import { parentPort } from "node:worker_threads";
+import { verifyBundleBytes } from "../../verifier/bundle/verify-document.js";
+import { emptyTally, resultLine, type Tally } from "./lines.js";
+
+export interface ChunkRequest {
+  id: number;
+  sources: string[];
+  /** The bundles one after another, `lengths` long each. */
+  joined: Uint8Array;
+  lengths: number[];
+  requireAnchor: boolean;
+  full: boolean;
+}
+
+export interface ChunkAnswer {
+  id: number;
+  text: string;
+  tally: Tally;
+}
+
+parentPort?.on("message", (request: ChunkRequest) => {
+  const tally = emptyTally();
+  let text = "";
+  let offset = 0;
+  for (let at = 0; at < request.sources.length; at += 1) {
+    const length = request.lengths[at] as number;
+    const bundle = request.joined.subarray(offset, offset + length);
+    offset += length;
+    const result = verifyBundleBytes(bundle, {
+      requireAnchor: request.requireAnchor,
+      universalNewlines: true,
+    });
+    text += resultLine(request.sources[at] as string, result, request.full, tally);
+  }
+  const answer: ChunkAnswer = { id: request.id, text, tally };
+  parentPort?.postMessage(answer);
+});
