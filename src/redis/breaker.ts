@@ -10,6 +10,7 @@
  * each failed probe, up to a ceiling; the first probe answered closes the circuit. No request
  * is ever the probe, so none pays the timeout while the circuit is open.
  */
+import { CodedError } from "../verifier/coded-error.js";
 
 /** What opens the circuit: Redis did not answer, as opposed to refusing a command. */
 export function isUnansweredCommand(error: unknown): boolean {
@@ -22,13 +23,18 @@ export function isUnansweredCommand(error: unknown): boolean {
   );
 }
 
-/** Refused without being sent: the circuit is open. Nothing reached Redis. */
-export class RedisCircuitOpenError extends Error {
+export type RedisCircuitOpenErrorCode = "redis_circuit_open";
+/**
+ * Refused without being sent: the circuit is open. Nothing reached Redis. Callers treat it as
+ * Redis unreachable (`isConnectionError`, outages.ts), never as a command Redis refused.
+ */
+export class RedisCircuitOpenError extends CodedError<RedisCircuitOpenErrorCode> {
   override readonly name = "RedisCircuitOpenError";
-  /** A socket-like code, so that `isConnectionError` (outages.ts) counts it as unreachable. */
-  readonly code = "ECIRCUITOPEN";
   constructor(readonly retryInMs: number) {
-    super(`redis did not answer recently; not sent (next check in ${Math.ceil(retryInMs)} ms)`);
+    super(
+      "redis_circuit_open",
+      `redis did not answer recently; not sent (next check in ${Math.ceil(retryInMs)} ms)`,
+    );
   }
 }
 

@@ -10,7 +10,7 @@
  * connections surface on its `error` events) can start an outage but never end one.
  */
 import type { EventEmitter } from "node:events";
-import { RedisBreaker } from "./breaker.js";
+import { RedisBreaker, RedisCircuitOpenError } from "./breaker.js";
 
 /** What an outage writes: state changes only, never keys, values or the URL. */
 export interface RedisLog {
@@ -33,6 +33,7 @@ export function outageCause(error: unknown): string {
 /** Errors that say Redis cannot be reached, as opposed to a command Redis refused. */
 export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
+  if (error instanceof RedisCircuitOpenError) return true;
   const code = (error as NodeJS.ErrnoException).code;
   if (typeof code === "string" && /^E[A-Z]+$/.test(code)) return true;
   return /Connection is closed|connect ETIMEDOUT|Stream isn't writeable|MaxRetriesPerRequest/.test(
