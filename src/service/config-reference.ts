@@ -540,6 +540,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "Request bodies being received (at their declared length) and answers not yet written, across the process; past it, new requests get `503 memory_budget_exceeded` before their body is read.",
     processes: SERVE,
   },
+  {
+    name: "MEMORY_SHARE_PERCENT",
+    group: "Connections",
+    default: String(DEFAULT_CONNECTION_SHARES.memorySharePercent),
+    meaning:
+      "The part of `MEMORY_BUDGET_BYTES` (1–100) one principal's requests may hold at once: an API key, an evaluation key, an x402 payer, an anonymous address (IPv6: its /64). Past it that principal gets `503 memory_budget_exceeded` while others are still admitted. 100: no share, the budget alone.",
+    processes: SERVE,
+  },
   // Threads
   {
     name: "CPU_THREADS",

@@ -169,6 +169,11 @@ export interface HttpServerConfig {
    * and answers not yet written, across the process; past it, new requests get 503.
    */
   memoryBudgetBytes: number;
+  /**
+   * `MEMORY_SHARE_PERCENT`: the part of the memory budget one principal's requests may hold
+   * (an API key, an evaluation key, an x402 payer; an anonymous address), issue 32.
+   */
+  memorySharePercent: number;
 }
 
 /** Where log lines go instead of stdout (tests capture them). */
@@ -462,6 +467,9 @@ export const DEFAULT_CONNECTION_SHARES = {
   minReadBytesPerSecond: 8 * 1024,
   // 256 concurrent 1 MiB bodies: far above what the CPU queue lets wait (32 per thread).
   memoryBudgetBytes: 256 * MIB,
+  // A quarter: 64 bodies of 1 MiB at the default budget, far more than one honest client
+  // sends at once, and four principals' worth before the budget itself is the limit.
+  memorySharePercent: 25,
 } as const;
 
 /** One address's share of the connections unless `MAX_CONNECTIONS_PER_ADDRESS` says otherwise. */
@@ -743,6 +751,13 @@ function httpServerFrom(env: Env): HttpServerConfig {
       DEFAULT_CONNECTION_SHARES.memoryBudgetBytes,
       MIB,
       Number.MAX_SAFE_INTEGER,
+    ),
+    memorySharePercent: integerFrom(
+      env,
+      "MEMORY_SHARE_PERCENT",
+      DEFAULT_CONNECTION_SHARES.memorySharePercent,
+      1,
+      100,
     ),
   };
 }

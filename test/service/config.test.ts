@@ -38,6 +38,7 @@ describe("loadConfig", () => {
       maxConnectionsPerAddress: Math.floor(defaultMaxConnections(openFileLimit(), 16) / 4),
       minReadBytesPerSecond: 8192,
       memoryBudgetBytes: 256 * 1_048_576,
+      memorySharePercent: 25,
     });
     assert.deepEqual(config.mcpAllowedOrigins, []);
     assert.deepEqual(config.evaluationKeys, DEFAULT_EVALUATION_KEYS);
@@ -158,6 +159,7 @@ describe("loadConfig", () => {
       maxConnectionsPerAddress: 300,
       minReadBytesPerSecond: 0,
       memoryBudgetBytes: 1_048_576,
+      memorySharePercent: 25,
     });
     assert.deepEqual(config.mcpAllowedOrigins, [
       "https://app.example",

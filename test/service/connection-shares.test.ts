@@ -183,6 +183,89 @@ describe("connection shares per address", () => {
   });
 });
 
+describe("each principal's share of the memory budget (issue 32, finding 2)", () => {
+  // A budget of 64 KiB, half of it per principal: two held 16 KiB bodies fill a share.
+  const BUDGET = 64 * 1024;
+  const BODY = 16 * 1024;
+  let service: TestService;
+  let port: number;
+  const held: RawClient[] = [];
+  before(async () => {
+    service = await startTestService({
+      http: { ...LONG, memoryBudgetBytes: BUDGET, memorySharePercent: 50 },
+      limits: { maxAnonymousBodyBytes: BODY },
+    });
+    port = await listening(service);
+  });
+  after(async () => {
+    for (const client of held) client.destroy();
+    await service.close();
+  });
+
+  /** A slow body (1 byte of `length`) from `address`: it holds its declared length. */
+  async function slowBody(address: string, path: string, extra: string): Promise<RawClient> {
+    const client = await RawClient.open(port, address);
+    client.send(`${head("POST", path, extra, BODY)}{`);
+    held.push(client);
+    return client;
+  }
+  const mcp = "Content-Type: application/json\r\nAccept: application/json\r\n";
+  const refusalOf = async (client: RawClient) => {
+    assert.ok(await client.closedWithin());
+    const [response] = client.responses();
+    return {
+      status: response?.status,
+      body: jsonOf(response) as { error: string; detail: string },
+    };
+  };
+
+  test("a key past its share is refused while another key is admitted and answered", async () => {
+    const budget = service.app.memoryBudget;
+    const flooder = (await service.app.accessServices.keys.create({ name: "share-flooder" })).key;
+    const honest = (await service.app.accessServices.keys.create({ name: "share-honest" })).key;
+    await slowBody("127.0.2.1", "/verify", `X-SVC-Key: ${flooder}\r\n`);
+    await slowBody("127.0.2.2", "/verify", `X-SVC-Key: ${flooder}\r\n`);
+    assert.ok(await until(() => budget.used >= 2 * BODY));
+
+    const third = await slowBody("127.0.2.3", "/verify", `X-SVC-Key: ${flooder}\r\n`);
+    const refused = await refusalOf(third);
+    assert.equal(refused.status, 503);
+    assert.equal(refused.body.error, "memory_budget_exceeded");
+    assert.match(refused.body.detail, /MEMORY_SHARE_PERCENT/);
+    // The other key, from another address, is still admitted and answered.
+    assert.equal((await keyedVerify(port, "127.0.2.4", honest))?.status, 200);
+  });
+
+  test("anonymous callers share per address; the budget stays the backstop", async () => {
+    const budget = service.app.memoryBudget;
+    await slowBody("127.0.3.1", "/mcp", mcp);
+    await slowBody("127.0.3.1", "/mcp", mcp);
+    assert.ok(await until(() => budget.heldBy("anon:127.0.3.1") === 2 * BODY));
+    const sameAddress = await refusalOf(await slowBody("127.0.3.1", "/mcp", mcp));
+    assert.equal(sameAddress.status, 503);
+    assert.match(sameAddress.body.detail, /MEMORY_SHARE_PERCENT/);
+
+    // The flooding key (previous test) and this address hold the whole budget now: a third
+    // principal meets the budget itself, not a share.
+    assert.ok(await until(() => budget.used >= BUDGET));
+    const third = await refusalOf(await slowBody("127.0.3.2", "/mcp", mcp));
+    assert.equal(third.status, 503);
+    assert.doesNotMatch(third.body.detail, /MEMORY_SHARE_PERCENT/);
+
+    // Once the held bodies go, every share and the budget are given back.
+    for (const client of held.splice(0)) client.destroy();
+    assert.ok(await until(() => budget.used === 0));
+    assert.equal(budget.heldBy("anon:127.0.3.1"), 0);
+    const list = { jsonrpc: "2.0", id: 1, method: "tools/list" };
+    const again = await fetch(`http://127.0.0.1:${port}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify(list),
+    });
+    assert.equal(again.status, 200);
+  });
+});
+
 describe("body admission and the memory budget", () => {
   const MIB = 1024 * 1024;
   let service: TestService;
@@ -190,7 +273,8 @@ describe("body admission and the memory budget", () => {
   let key: string;
   before(async () => {
     service = await startTestService({
-      http: { ...LONG, memoryBudgetBytes: MIB },
+      // No share: these tests are about the budget itself (shares: the next describe).
+      http: { ...LONG, memoryBudgetBytes: MIB, memorySharePercent: 100 },
       limits: { maxCrystalUploadsPerKey: 2, maxAnonymousBodyBytes: 2048 },
     });
     port = await listening(service);

@@ -7,6 +7,12 @@
  *   memory_budget_exceeded` before its body is read; `/health` is always answered. Holding
  *   the declared length, not the bytes received so far, is what bounds the memory: a client
  *   admitted on a promise of 1 byte could otherwise send 1 MiB once admitted.
+ * - Within it, a share per principal (issue 32, finding 2): one key's slow bodies held the
+ *   whole budget, so every other key got 503 for as long as it kept them open. A principal
+ *   (its `fairShareKey`: key, evaluation key, payer, or anonymous address) may hold at most
+ *   `MEMORY_SHARE_PERCENT` of the budget; past it only that principal is refused, and the
+ *   budget stays the backstop across all of them. Nothing is reserved from the principal's
+ *   daily cap for what it holds, so holding cannot be turned into a lever on its cap.
  * - A request's body limit: the route's, or `maxAnonymousBodyBytes` for a request without a
  *   key, pass or payment (MCP discovery, evaluation-key issuance). A declared length over it
  *   is a `413 body_too_large` before `100 Continue`, so the client never uploads it; a body
@@ -23,6 +29,7 @@ import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import type { ServiceLimits } from "../config.js";
 import { type Answer, errorAnswer, ServiceError, sendAnswer } from "../errors.js";
+import { fairShareKey } from "../fair-share.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 
 /** Node's own test for an `Expect` that asks for `100 Continue`. */
@@ -47,38 +54,63 @@ declare module "fastify" {
 
 /** One request's part of the budget: held until its response closes. */
 interface MemoryHold {
+  /** Whose share it is held in. */
+  share: string;
   bytes: number;
   /** False once the response closed: an answer built after that is never written. */
   open: boolean;
 }
 
-/** Bytes held across the process against one limit. */
+/** Why a hold was refused: the whole budget is spent, or the principal's share of it. */
+export type MemoryRefusal = "budget" | "share";
+
+/** Bytes held across the process against one limit, and by each principal against its share. */
 export class MemoryBudget {
   readonly limit: number;
+  /** What one principal may hold (the whole limit when there is no share). */
+  readonly shareLimit: number;
   #used = 0;
+  /** Bytes held per principal; a principal holding nothing is forgotten. */
+  readonly #shares = new Map<string, number>();
 
-  constructor(limit: number) {
+  constructor(limit: number, sharePercent = 100) {
     this.limit = limit;
+    this.shareLimit = Math.max(1, Math.floor((limit * sharePercent) / 100));
   }
 
   get used(): number {
     return this.#used;
   }
 
-  /** Holds `bytes` if they fit; a request that holds nothing fits while the budget is not spent. */
-  tryHold(bytes: number): boolean {
-    if (this.#used >= this.limit || this.#used + bytes > this.limit) return false;
-    this.#used += bytes;
-    return true;
+  /** Bytes `share` holds now. */
+  heldBy(share: string): number {
+    return this.#shares.get(share) ?? 0;
+  }
+
+  /**
+   * Holds `bytes` for `share` if they fit both the share and the budget; null once held, else
+   * which refused (the share first: a principal past it is told so even when the budget is
+   * spent too). A request that holds nothing fits while neither is spent.
+   */
+  tryHold(share: string, bytes: number): MemoryRefusal | null {
+    const held = this.heldBy(share);
+    if (held >= this.shareLimit || held + bytes > this.shareLimit) return "share";
+    if (this.#used >= this.limit || this.#used + bytes > this.limit) return "budget";
+    this.hold(share, bytes);
+    return null;
   }
 
   /** Holds bytes that already exist (a built answer), whether or not they fit. */
-  hold(bytes: number): void {
+  hold(share: string, bytes: number): void {
     this.#used += bytes;
+    this.#shares.set(share, this.heldBy(share) + bytes);
   }
 
-  release(bytes: number): void {
+  release(share: string, bytes: number): void {
     this.#used = Math.max(0, this.#used - bytes);
+    const left = this.heldBy(share) - bytes;
+    if (left > 0) this.#shares.set(share, left);
+    else this.#shares.delete(share);
   }
 }
 
@@ -161,21 +193,26 @@ export function registerBodyAdmission(app: FastifyInstance, budget: MemoryBudget
       );
     }
     const bodyBytes = Math.min(declared ?? limit, limit);
-    if (!budget.tryHold(bodyBytes)) {
+    const share = fairShareKey(request);
+    const refused = budget.tryHold(share, bodyBytes);
+    if (refused !== null) {
       reply.header("retry-after", "1");
       return refuse(
         errorAnswer("memory_budget_exceeded", {
-          detail: "the server holds as much request and answer data as it may; retry shortly",
+          detail:
+            refused === "share"
+              ? "this client's requests already hold its share of the server's memory (MEMORY_SHARE_PERCENT); retry when one is answered"
+              : "the server holds as much request and answer data as it may; retry shortly",
         }),
       );
     }
-    const hold: MemoryHold = { bytes: bodyBytes, open: true };
+    const hold: MemoryHold = { share, bytes: bodyBytes, open: true };
     request.memoryHold = hold;
     if (countsUploads) uploads.set(principal, (uploads.get(principal) ?? 0) + 1);
     const release = () => {
       if (!hold.open) return;
       hold.open = false;
-      budget.release(hold.bytes);
+      budget.release(hold.share, hold.bytes);
       hold.bytes = 0;
       forget();
       if (!countsUploads) return;
@@ -210,7 +247,7 @@ export function registerBodyAdmission(app: FastifyInstance, budget: MemoryBudget
         : Buffer.isBuffer(payload)
           ? payload.length
           : 0;
-    budget.hold(bytes);
+    budget.hold(hold.share, bytes);
     hold.bytes += bytes;
     return payload;
   });
@@ -243,7 +280,13 @@ export const rawBodyParser = fastifyPlugin(
  */
 export const bodyAdmission = fastifyPlugin(
   async (app: FastifyInstance) =>
-    registerBodyAdmission(app, new MemoryBudget(app.serviceConfig.http.memoryBudgetBytes)),
+    registerBodyAdmission(
+      app,
+      new MemoryBudget(
+        app.serviceConfig.http.memoryBudgetBytes,
+        app.serviceConfig.http.memorySharePercent,
+      ),
+    ),
   {
     name: PLATFORM.bodyAdmission,
     fastify: FASTIFY_VERSION,
