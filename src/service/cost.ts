@@ -59,9 +59,9 @@ const EDGE_POINT_WEIGHTS = {
 
 /** The weights of the implementation verifying now (it is chosen at start, per thread). */
 function edgeWeightsHere(): { signature: number; key: number } {
-  return verifierCrypto().id === "libsodium" || OPENSSL_DECIDES_EDGES
-    ? EDGE_POINT_WEIGHTS.libsodium_or_openssl_3_0
-    : EDGE_POINT_WEIGHTS.noble_fallback;
+  const { id } = verifierCrypto();
+  const cheap = id === "libsodium" || (id === "openssl" && OPENSSL_DECIDES_EDGES);
+  return cheap ? EDGE_POINT_WEIGHTS.libsodium_or_openssl_3_0 : EDGE_POINT_WEIGHTS.noble_fallback;
 }
 
 /**

@@ -26,7 +26,9 @@ import { ServiceError } from "../../src/service/errors.js";
 import { chargeableUnits } from "../../src/service/verification/answer.js";
 import { publicKeyToDidKey } from "../../src/verifier/crypto/did-key.js";
 import { signerFromSeed } from "../../src/verifier/crypto/ed25519.js";
-import { OPENSSL_DECIDES_EDGES } from "../../src/verifier/crypto/node.js";
+import { nobleCrypto } from "../../src/verifier/crypto/noble.js";
+import { nodeCrypto, OPENSSL_DECIDES_EDGES } from "../../src/verifier/crypto/node.js";
+import { setVerifierCrypto } from "../../src/verifier/crypto/provider.js";
 import { parseJson } from "../../src/verifier/json/parse.js";
 import { isArray, isObject, type JsonValue } from "../../src/verifier/json/value.js";
 import { corpusBytes } from "../support/corpus.js";
@@ -74,8 +76,29 @@ describe("the cost count of a verification", () => {
     assert.equal(edge.edgePointSignatures, edge.signatures);
     assert.equal(edge.edgePointKeys, edge.distinctKeys);
     assert.ok(weightOf(edge) > weightOf(distinct));
-    // On Node 24 the step-by-step check makes the same body cost far more.
-    if (!OPENSSL_DECIDES_EDGES) assert.ok(unitsOf(edge) > 30);
+  });
+
+  test("an edge point weighs what deciding it costs: an ordinary check, unless noble decides", () => {
+    const edge = countsOf(edgePointBundle(MIB_BODY));
+    const distinct = countsOf(distinctIssuersBundle(MIB_BODY, false));
+    // The OpenSSL provider: OpenSSL 3.0 decides edge points itself (Node 20); a later OpenSSL
+    // hands them to noble's step-by-step check, which makes the same body cost far more.
+    const previous = setVerifierCrypto(nodeCrypto);
+    try {
+      if (OPENSSL_DECIDES_EDGES) assert.ok(unitsOf(edge) <= unitsOf(distinct) + 1);
+      else assert.ok(unitsOf(edge) > 30);
+    } finally {
+      setVerifierCrypto(previous);
+    }
+    // noble itself (the page's provider) decides them step by step on every line.
+    setVerifierCrypto(nobleCrypto);
+    try {
+      assert.ok(unitsOf(edge) > 30);
+    } finally {
+      setVerifierCrypto(previous);
+    }
+    // libsodium (crypto/sodium-edges.ts) decides them at about an ordinary check's cost.
+    if (previous.id === "libsodium") assert.ok(unitsOf(edge) <= unitsOf(distinct) + 1);
   });
 
   test("a small-order key makes its signatures edge points", () => {
