@@ -184,15 +184,16 @@ describe("connection shares per address", () => {
 });
 
 describe("each principal's share of the memory budget (issue 32, finding 2)", () => {
-  // A budget of 64 KiB, half of it per principal: two held 16 KiB bodies fill a share.
-  const BUDGET = 64 * 1024;
+  // A budget of 128 KiB, a quarter of it per principal: two held 16 KiB bodies fill a share.
+  // Its last eighth (16 KiB) is the reserve, where one principal may hold 2 KiB.
+  const BUDGET = 128 * 1024;
   const BODY = 16 * 1024;
   let service: TestService;
   let port: number;
   const held: RawClient[] = [];
   before(async () => {
     service = await startTestService({
-      http: { ...LONG, memoryBudgetBytes: BUDGET, memorySharePercent: 50 },
+      http: { ...LONG, memoryBudgetBytes: BUDGET, memorySharePercent: 25 },
       limits: { maxAnonymousBodyBytes: BODY },
     });
     port = await listening(service);
@@ -236,7 +237,7 @@ describe("each principal's share of the memory budget (issue 32, finding 2)", ()
     assert.equal((await keyedVerify(port, "127.0.2.4", honest))?.status, 200);
   });
 
-  test("anonymous callers share per address; the budget stays the backstop", async () => {
+  test("anonymous callers share per address; past the reserve a newcomer still fits, a large body does not", async () => {
     const budget = service.app.memoryBudget;
     await slowBody("127.0.3.1", "/mcp", mcp);
     await slowBody("127.0.3.1", "/mcp", mcp);
@@ -245,12 +246,23 @@ describe("each principal's share of the memory budget (issue 32, finding 2)", ()
     assert.equal(sameAddress.status, 503);
     assert.match(sameAddress.body.detail, /MEMORY_SHARE_PERCENT/);
 
-    // The flooding key (previous test) and this address hold the whole budget now: a third
-    // principal meets the budget itself, not a share.
-    assert.ok(await until(() => budget.used >= BUDGET));
-    const third = await refusalOf(await slowBody("127.0.3.2", "/mcp", mcp));
-    assert.equal(third.status, 503);
-    assert.doesNotMatch(third.body.detail, /MEMORY_SHARE_PERCENT/);
+    // Two more principals take their shares: with the flooding key (previous test) they hold
+    // the budget up to its reserve. A principal's large body now meets the budget itself, not
+    // a share; a newcomer's small request still fits in the reserve.
+    await slowBody("127.0.3.3", "/mcp", mcp);
+    await slowBody("127.0.3.3", "/mcp", mcp);
+    await slowBody("127.0.3.4", "/mcp", mcp);
+    assert.ok(await until(() => budget.used >= BUDGET - BUDGET / 8));
+    const large = await refusalOf(await slowBody("127.0.3.2", "/mcp", mcp));
+    assert.equal(large.status, 503);
+    assert.equal(large.body.error, "memory_budget_exceeded");
+    assert.doesNotMatch(large.body.detail, /MEMORY_SHARE_PERCENT/);
+    const small = await fetch(`http://127.0.0.1:${port}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    assert.equal(small.status, 200);
 
     // Once the held bodies go, every share and the budget are given back.
     for (const client of held.splice(0)) client.destroy();

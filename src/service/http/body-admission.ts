@@ -64,11 +64,22 @@ interface MemoryHold {
 /** Why a hold was refused: the whole budget is spent, or the principal's share of it. */
 export type MemoryRefusal = "budget" | "share";
 
+/**
+ * The budget's last 1/RESERVE_PARTS is a reserve, and a principal may hold at most
+ * 1/RESERVE_PARTS of the reserve once it is reached: a small request from a caller holding
+ * little still fits when a few principals have taken their shares.
+ */
+const RESERVE_PARTS = 8;
+
 /** Bytes held across the process against one limit, and by each principal against its share. */
 export class MemoryBudget {
   readonly limit: number;
   /** What one principal may hold (the whole limit when there is no share). */
   readonly shareLimit: number;
+  /** Bytes held across the process before the reserve starts. */
+  readonly openLimit: number;
+  /** What one principal may hold in all once the reserve is being used. */
+  readonly newcomerLimit: number;
   #used = 0;
   /** Bytes held per principal; a principal holding nothing is forgotten. */
   readonly #shares = new Map<string, number>();
@@ -76,6 +87,10 @@ export class MemoryBudget {
   constructor(limit: number, sharePercent = 100) {
     this.limit = limit;
     this.shareLimit = Math.max(1, Math.floor((limit * sharePercent) / 100));
+    // No reserve without shares: a single principal may then hold the whole budget.
+    const reserve = sharePercent >= 100 ? 0 : Math.floor(limit / RESERVE_PARTS);
+    this.openLimit = limit - reserve;
+    this.newcomerLimit = Math.floor(reserve / RESERVE_PARTS);
   }
 
   get used(): number {
@@ -90,12 +105,17 @@ export class MemoryBudget {
   /**
    * Holds `bytes` for `share` if they fit both the share and the budget; null once held, else
    * which refused (the share first: a principal past it is told so even when the budget is
-   * spent too). A request that holds nothing fits while neither is spent.
+   * spent too). Once the reserve is reached, only a principal holding a newcomer's amount
+   * or less is admitted.
    */
   tryHold(share: string, bytes: number): MemoryRefusal | null {
     const held = this.heldBy(share);
     if (held >= this.shareLimit || held + bytes > this.shareLimit) return "share";
     if (this.#used >= this.limit || this.#used + bytes > this.limit) return "budget";
+    // Past the open part, each principal may hold only a newcomer's amount: several keys of
+    // one attacker at their shares would otherwise fill the budget and refuse every other
+    // caller; now they need many more keys (evaluation keys are issued per network and day).
+    if (this.#used + bytes > this.openLimit && held + bytes > this.newcomerLimit) return "budget";
     this.hold(share, bytes);
     return null;
   }
