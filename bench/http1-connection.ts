@@ -21,6 +21,13 @@ export interface Http1Request {
 export interface Http1Answer {
   status: number;
   body: string;
+  /** The answer's headers, names in lower case. */
+  headers: ReadonlyMap<string, string>;
+}
+
+export interface Http1ConnectionOptions {
+  /** The source address to connect from (e.g. `127.0.2.1`: another client to the server). */
+  localAddress?: string;
 }
 
 const HEADER_END = Buffer.from("\r\n\r\n");
@@ -30,16 +37,18 @@ export class Http1Connection {
   readonly #host: string;
   readonly #port: number;
   readonly #timeoutMs: number;
+  readonly #localAddress: string | undefined;
   #socket: Socket | null = null;
   #buffered: Buffer = Buffer.alloc(0);
   #waiting: (() => void) | null = null;
   #failure: Error | null = null;
 
-  constructor(origin: string, timeoutMs: number) {
+  constructor(origin: string, timeoutMs: number, options: Http1ConnectionOptions = {}) {
     const url = new URL(origin);
     this.#host = url.hostname;
     this.#port = Number(url.port || 80);
     this.#timeoutMs = timeoutMs;
+    this.#localAddress = options.localAddress;
   }
 
   async request(spec: Http1Request): Promise<Http1Answer> {
@@ -69,7 +78,12 @@ export class Http1Connection {
     if (this.#socket !== null && !this.#socket.destroyed) return this.#socket;
     this.#failure = null;
     this.#buffered = Buffer.alloc(0);
-    const socket = connect({ host: this.#host, port: this.#port, noDelay: true });
+    const socket = connect({
+      host: this.#host,
+      port: this.#port,
+      noDelay: true,
+      ...(this.#localAddress === undefined ? {} : { localAddress: this.#localAddress }),
+    });
     await new Promise<void>((resolve, reject) => {
       socket.once("connect", resolve);
       socket.once("error", reject);
@@ -133,7 +147,7 @@ export class Http1Connection {
         ? await this.#readChunked(deadline)
         : await this.#readLength(Number(headers.get("content-length") ?? "0"), deadline);
     if (headers.get("connection")?.toLowerCase() === "close") this.close();
-    return { status: Number(status[1]), body: body.toString("utf8") };
+    return { status: Number(status[1]), body: body.toString("utf8"), headers };
   }
 
   async #readLength(length: number, deadline: number): Promise<Buffer> {

