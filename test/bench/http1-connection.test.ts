@@ -6,7 +6,10 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { Http1Connection } from "../../bench/http1-connection.js";
+import { type Http1Answer, Http1Connection } from "../../bench/http1-connection.js";
+
+/** What most tests compare: the status and the body, not the server's date. */
+const statusAndBody = ({ status, body }: Http1Answer) => ({ status, body });
 
 describe("Http1Connection", () => {
   let server: Server;
@@ -29,6 +32,12 @@ describe("Http1Connection", () => {
           response.end("no");
         } else if (request.url === "/hang-up") {
           request.socket.destroy();
+        } else if (request.url === "/from") {
+          response.writeHead(200, {
+            "x-peer": request.socket.remoteAddress ?? "",
+            "content-length": "0",
+          });
+          response.end();
         } else {
           const answer = JSON.stringify({
             method: request.method,
@@ -58,8 +67,14 @@ describe("Http1Connection", () => {
     });
     const second = await connection.request({ method: "GET", path: "/echo" });
     connection.close();
-    assert.deepEqual(first, { status: 201, body: '{"method":"POST","bytes":300000,"key":"k1"}' });
-    assert.deepEqual(second, { status: 201, body: '{"method":"GET","bytes":0,"key":null}' });
+    assert.deepEqual(statusAndBody(first), {
+      status: 201,
+      body: '{"method":"POST","bytes":300000,"key":"k1"}',
+    });
+    assert.deepEqual(statusAndBody(second), {
+      status: 201,
+      body: '{"method":"GET","bytes":0,"key":null}',
+    });
     assert.equal(connectionsOpened - opened, 1);
   });
 
@@ -67,16 +82,15 @@ describe("Http1Connection", () => {
     const connection = new Http1Connection(origin, 5_000);
     const answer = await connection.request({ method: "GET", path: "/chunked" });
     connection.close();
-    assert.deepEqual(answer, { status: 200, body: "première partie, fin" });
+    assert.deepEqual(statusAndBody(answer), { status: 200, body: "première partie, fin" });
+    assert.equal(answer.headers.get("transfer-encoding"), "chunked");
   });
 
   test("after Connection: close the next request opens a new connection", async () => {
     const connection = new Http1Connection(origin, 5_000);
     const opened = connectionsOpened;
-    assert.deepEqual(await connection.request({ method: "POST", path: "/close", body: "x" }), {
-      status: 401,
-      body: "no",
-    });
+    const closing = await connection.request({ method: "POST", path: "/close", body: "x" });
+    assert.deepEqual(statusAndBody(closing), { status: 401, body: "no" });
     const next = await connection.request({ method: "GET", path: "/echo" });
     connection.close();
     assert.equal(next.status, 201);
@@ -89,5 +103,13 @@ describe("Http1Connection", () => {
     const next = await connection.request({ method: "GET", path: "/echo" });
     connection.close();
     assert.equal(next.status, 201);
+  });
+
+  test("connects from the local address it is given, and hands back the headers", async () => {
+    const connection = new Http1Connection(origin, 5_000, { localAddress: "127.0.2.7" });
+    const answer = await connection.request({ method: "GET", path: "/from" });
+    connection.close();
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers.get("x-peer"), "127.0.2.7");
   });
 });
