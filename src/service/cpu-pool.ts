@@ -6,7 +6,8 @@
  *
  * Tasks wait per principal and threads serve principals in turn, by the thread time each has
  * used (fair-queue.ts, issue 32): one client's queue of heavy work delays another's task by
- * about one task, and a task cut at its deadline is charged to its principal all the same.
+ * about one task, a client's long tasks leave a thread free for the others' short ones while
+ * those are about, and a task cut at its deadline is charged to its principal all the same.
  *
  * Every task has a deadline (`deadlineMs`, from the moment it is handed to the pool: waiting
  * for a thread counts) and may carry its client's signal (`clientGone`). A caller whose
@@ -14,6 +15,9 @@
  * at once; the message that carries its task is aborted once no caller waits for it any more:
  * taken off Piscina's queue if it has not started, otherwise its thread is terminated (a
  * synchronous task cannot be stopped any other way) and Piscina starts a new one in its place.
+ * A task whose deadline is nearer than its expected thread time when a thread comes free for
+ * it is not started at all: it is told `WorkLimitExceededError` having run 0 ms, and its
+ * thread is spared the termination.
  */
 import { setMaxListeners } from "node:events";
 import { setFlagsFromString } from "node:v8";
@@ -62,6 +66,27 @@ const MAX_BATCH_ITEMS = 16;
 /** Bodies above this size go alone: their own work dwarfs what a message costs. */
 const MAX_BATCHED_BYTES = 64 * 1024;
 
+/**
+ * Messages whose tasks cost at least this much together are long (fair-queue.ts): the weight
+ * of a 256 KiB body (`queueWeightOfBody`), or of a full batch of 16 small bundles, about 50 ms
+ * of thread time. One principal's long messages leave a thread to the others while they are
+ * about, so their short tasks do not wait for a 1 MiB body's 0.2–0.5 s.
+ */
+const LONG_MESSAGE_COST = 16;
+/**
+ * How long after another principal's last task the long messages still leave it a thread: a
+ * client sending one request after another, or a page's burst, is about; a principal alone
+ * for this long gets every thread back.
+ */
+const LONG_MESSAGE_RESERVE_MS = 5_000;
+
+/**
+ * The most a task's expected thread time counts when deciding whether it can still finish
+ * before its deadline (`#send`): the estimate is a mean over recent tasks, which heavy small
+ * bodies could inflate, so it may refuse only tasks that have waited all but this long.
+ */
+const LATE_START_HORIZON_MS = 1_000;
+
 /** A task handed to the pool, with the caller's promise. */
 interface PoolTask {
   readonly task: TaskDefinition<unknown, unknown>;
@@ -69,6 +94,8 @@ interface PoolTask {
   readonly transfer: ArrayBuffer[];
   /** Aborted when the caller stops waiting (its deadline, or its client gone). */
   readonly givenUp: AbortSignal;
+  /** When its deadline passes (`performance.now()` time). */
+  readonly deadlineAt: number;
   resolve(output: unknown): void;
   reject(error: unknown): void;
 }
@@ -164,6 +191,8 @@ export class CpuPool {
       maxQueue: options.maxQueue,
       maxQueuePerPrincipal: options.maxQueuePerPrincipal ?? options.maxQueue,
       maxMessageItems: MAX_BATCH_ITEMS,
+      longTaskCost: LONG_MESSAGE_COST,
+      longTaskReserveMs: LONG_MESSAGE_RESERVE_MS,
     });
     // One listener per task in flight: many more than Node's leak warning expects.
     setMaxListeners(0, this.#terminating.signal);
@@ -209,6 +238,7 @@ export class CpuPool {
         input,
         transfer,
         givenUp: caller.signal,
+        deadlineAt: performance.now() + this.#deadlineMs,
         resolve: resolve as (value: unknown) => void,
         reject,
       };
@@ -293,7 +323,18 @@ export class CpuPool {
    * would without batching.
    */
   async #send(message: FairQueueMessage<PoolTask>): Promise<void> {
-    const items = message.entries.map((entry) => entry.item);
+    // A task that waited so long that its deadline will pass before its expected thread time
+    // is over is not started: it would be cut (its thread terminated and replaced) for nothing.
+    // It is told `work_limit_exceeded` now, having run 0 ms (so it is not charged).
+    const items: PoolTask[] = [];
+    for (const entry of message.entries) {
+      const expectedMs = Math.min(entry.estimatedMs, LATE_START_HORIZON_MS);
+      if (entry.item.deadlineAt - message.startedAt >= expectedMs) items.push(entry.item);
+      else {
+        this.#abandoned.deadline++;
+        entry.item.reject(new WorkLimitExceededError(this.#deadlineMs, 0));
+      }
+    }
     let settle: () => void;
     try {
       settle = await this.#answers(items);

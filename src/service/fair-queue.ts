@@ -17,6 +17,14 @@
  *   every thread (the pool stays work-conserving); once another waits, the busy one is sent
  *   nothing more until it is down to threads − 1, so the next thread to finish goes to the
  *   other. Nothing is preempted: the newcomer waits for one task to finish, at most.
+ * - **Long messages: at most threads − 1 while another principal is about.** A message whose
+ *   tasks cost at least `longTaskCost` together is long (one large task, or a batch of many
+ *   small ones). A principal's long messages hold at most threads − 1 threads
+ *   while any other principal has a task waiting or running, or sent one within
+ *   `longTaskReserveMs`: so the thread another principal's short task needs is free when it
+ *   arrives, instead of it waiting for a long task to end. A principal alone (nobody else for
+ *   that long) still gets every thread; the check is made whenever a thread frees or a task
+ *   arrives, so once the others have gone quiet the next thread to free lifts it.
  * - **Queue shares.** A principal may hold at most `maxQueuePerPrincipal` waiting tasks. When
  *   the whole queue (`maxQueue`) is full, a newcomer with a shorter queue pushes out the
  *   newest task of the longest one (refused `pool_overloaded`), so one principal filling the
@@ -32,6 +40,8 @@ export interface FairQueueEntry<Item> {
   readonly group: string | null;
   /** When its message was handed to a thread; null while it waits. */
   readonly startedAt: number | null;
+  /** The thread time it was expected to take when it was sent (0 while it waits). */
+  readonly estimatedMs: number;
 }
 
 /** The tasks of one message to a thread. */
@@ -52,6 +62,13 @@ export interface FairQueueOptions {
   maxQueuePerPrincipal: number;
   /** The most tasks one message carries. */
   maxMessageItems: number;
+  /** Tasks of at least this cost are long (default: none is). */
+  longTaskCost?: number;
+  /**
+   * How long after another principal's last task a principal's long tasks still leave a thread
+   * to the others (default 0: only while another has a task waiting or running).
+   */
+  longTaskReserveMs?: number;
   /** Milliseconds, monotonic (tests pass their own). */
   now?: () => number;
 }
@@ -62,6 +79,8 @@ interface Share<Item> {
   readonly waiting: Entry<Item>[];
   /** Messages holding its tasks on a thread. */
   running: number;
+  /** Of those, messages holding at least one of its long tasks. */
+  runningLong: number;
   /** Virtual finish time, in thread-milliseconds. */
   finish: number;
 }
@@ -93,9 +112,16 @@ export class FairQueue<Item> {
   #running = 0;
   #virtual = 0;
   #msPerCost = 1;
+  /** The last two distinct principals to send a task, latest first, and when. */
+  #arrivals: { principal: string; at: number }[] = [];
 
   constructor(options: FairQueueOptions) {
-    this.#options = { now: () => performance.now(), ...options };
+    this.#options = {
+      now: () => performance.now(),
+      longTaskCost: Number.POSITIVE_INFINITY,
+      longTaskReserveMs: 0,
+      ...options,
+    };
   }
 
   /** Tasks waiting for a thread. */
@@ -124,6 +150,7 @@ export class FairQueue<Item> {
     group: string | null,
   ): FairQueueAdmission<Item> {
     const share = this.#shareOf(principal);
+    this.#arrived(principal);
     let pushedOut: Entry<Item> | null = null;
     const runsAtOnce = this.#running < this.#options.threads && this.#queued === 0;
     if (!runsAtOnce) {
@@ -170,23 +197,30 @@ export class FairQueue<Item> {
   nextMessage(): FairQueueMessage<Item> | null {
     const freeThreads = this.#options.threads - this.#running;
     if (freeThreads <= 0) return null;
-    const first = this.#nextShare(null, null);
+    const inMessage = new Set<Share<Item>>();
+    const first = this.#nextShare(null, inMessage, 0);
     if (first === null) return null;
     const startedAt = this.#options.now();
     const head = this.#send(first, startedAt);
     const entries = [head];
-    const inMessage = new Set([first]);
+    inMessage.add(first);
+    let cost = head.cost;
     if (head.group !== null) {
       const groupWaiting = (this.#groupWaiting.get(head.group) ?? 0) + 1;
       const size = Math.min(this.#options.maxMessageItems, Math.ceil(groupWaiting / freeThreads));
       while (entries.length < size) {
-        const share = this.#nextShare(head.group, inMessage);
+        const share = this.#nextShare(head.group, inMessage, cost);
         if (share === null) break;
-        entries.push(this.#send(share, startedAt));
+        const entry = this.#send(share, startedAt);
+        entries.push(entry);
         inMessage.add(share);
+        cost += entry.cost;
       }
     }
     for (const share of inMessage) share.running++;
+    if (cost >= this.#options.longTaskCost) {
+      for (const share of inMessage) share.runningLong++;
+    }
     this.#running++;
     return { entries, startedAt };
   }
@@ -207,6 +241,7 @@ export class FairQueue<Item> {
       shares.add(entry.share);
     }
     for (const share of shares) {
+      if (totalCost >= this.#options.longTaskCost) share.runningLong--;
       share.running--;
       this.#forgetIfIdle(share);
     }
@@ -223,10 +258,15 @@ export class FairQueue<Item> {
 
   /**
    * The principal to serve next: the smallest next start among those that may take a thread.
-   * With `group`, only principals whose next task is of that group, and (`inMessage`) those
-   * already in the message may add to it whatever they hold.
+   * `inMessage` holds the principals of the message being filled and `cost` its cost so far
+   * (empty and 0 for a new message). With `group`, only principals whose next task is of that
+   * group, and those already in the message may add to it whatever they hold.
    */
-  #nextShare(group: string | null, inMessage: Set<Share<Item>> | null): Share<Item> | null {
+  #nextShare(
+    group: string | null,
+    inMessage: ReadonlySet<Share<Item>>,
+    cost: number,
+  ): Share<Item> | null {
     // With one thread, one task in flight is all anyone can hold.
     const cap = Math.max(1, this.#options.threads - 1);
     const othersWaiting = this.#backlogged.size > 1;
@@ -235,8 +275,8 @@ export class FairQueue<Item> {
     for (const share of this.#backlogged) {
       const next = share.waiting[0];
       if (next === undefined || (group !== null && next.group !== group)) continue;
-      const mayTakeThread = inMessage?.has(share) === true || share.running < cap || !othersWaiting;
-      if (!mayTakeThread) continue;
+      const mayTakeThread = inMessage.has(share) || share.running < cap || !othersWaiting;
+      if (!mayTakeThread || !this.#mayGoLong(share, next, inMessage, cost, cap)) continue;
       const start = Math.max(share.finish, this.#virtual);
       if (start < bestStart) {
         best = share;
@@ -244,6 +284,45 @@ export class FairQueue<Item> {
       }
     }
     return best;
+  }
+
+  /**
+   * Whether `next`, added to a message of `cost` holding `inMessage`, keeps the rule on long
+   * messages: every principal the addition puts in a long message (all of them when it makes
+   * the message long, else `share` if new to it) holds fewer than `cap` long ones, or has
+   * nobody else about.
+   */
+  #mayGoLong(
+    share: Share<Item>,
+    next: Entry<Item>,
+    inMessage: ReadonlySet<Share<Item>>,
+    cost: number,
+    cap: number,
+  ): boolean {
+    const longTaskCost = this.#options.longTaskCost;
+    if (cost + next.cost < longTaskCost) return true;
+    const alreadyLong = cost >= longTaskCost;
+    if (alreadyLong && inMessage.has(share)) return true;
+    const joining = alreadyLong ? [share] : [...inMessage, share];
+    return joining.every((each) => each.runningLong < cap || !this.#othersAbout(each));
+  }
+
+  #arrived(principal: string): void {
+    const at = this.#options.now();
+    const latest = this.#arrivals[0];
+    if (latest?.principal === principal) latest.at = at;
+    else this.#arrivals = latest === undefined ? [{ principal, at }] : [{ principal, at }, latest];
+  }
+
+  /**
+   * Whether a principal other than `share`'s has a task waiting or running, or sent one within
+   * `longTaskReserveMs`.
+   */
+  #othersAbout(share: Share<Item>): boolean {
+    if (this.#backlogged.size > (this.#backlogged.has(share) ? 1 : 0)) return true;
+    if (this.#running > share.running) return true;
+    const other = this.#arrivals.find((arrival) => arrival.principal !== share.principal);
+    return other !== undefined && this.#options.now() - other.at <= this.#options.longTaskReserveMs;
   }
 
   /** Takes `share`'s next task off the queue and charges its estimate. */
@@ -281,7 +360,7 @@ export class FairQueue<Item> {
     let share = this.#shares.get(principal);
     if (share === undefined) {
       if (this.#shares.size >= REMEMBERED_DEBTORS) this.#forgiveOldestDebts();
-      share = { principal, waiting: [], running: 0, finish: 0 };
+      share = { principal, waiting: [], running: 0, runningLong: 0, finish: 0 };
       this.#shares.set(principal, share);
     }
     return share;

@@ -44,10 +44,11 @@ describe("the fair CPU pool", () => {
       workerData: context,
     });
 
-  const run = (pool: CpuPool, principal: string, mode: "HOLD" | "TAG", label: string) => {
+  const run = (pool: CpuPool, principal: string, mode: "HOLD" | "TAG", label: string, cost = 1) => {
     const body = new Uint8Array(labelledBody(mode, label, BUNDLE)).buffer;
     return pool.run(verifyTask, { body, requireAnchor: false, receipt: false }, [body], {
       principal,
+      cost,
     });
   };
 
@@ -94,6 +95,41 @@ describe("the fair CPU pool", () => {
     }
   });
 
+  test("a flood's long tasks leave a thread to a principal that is about", {
+    timeout: 60_000,
+  }, async () => {
+    const pool = poolOf(2);
+    const tasks = heldTasks();
+    try {
+      const first = await run(pool, "key:honest", "TAG", "h0");
+      assert.ok("statusCode" in first && first.statusCode === 200);
+      // 1 MiB bodies weigh 64 (queueWeightOfBody): long. Sent at once, only one is on a thread.
+      const flood = Array.from({ length: 4 }, (_, i) =>
+        run(pool, "key:flood", "HOLD", `f${i}`, 64),
+      );
+      assert.equal(pool.stats().queueSize, 3);
+      await tasks.startedCount(2);
+      // The honest key's next task finds the other thread free while f0 is held.
+      const honest = await run(pool, "key:honest", "TAG", "h1");
+      assert.ok("statusCode" in honest && honest.statusCode === 200);
+      await tasks.startedCount(3);
+      // Starts are reported on their own channel, from two threads: only h1's place is certain.
+      assert.deepEqual(tasks.started.slice(0, 2).sort(), ["f0", "h0"]);
+      assert.equal(tasks.started[2], "h1");
+      for (let i = 0; i < 4; i++) {
+        await tasks.startedCount(i + 3);
+        for (const label of tasks.started) tasks.release(label);
+      }
+      await Promise.all(flood);
+      // One flood task at a time: each started only once the one before it was released.
+      assert.deepEqual(tasks.started.slice(3), ["f1", "f2", "f3"]);
+    } finally {
+      tasks.close();
+      // Not close(): after a failed assertion, held tasks would never end.
+      await pool.terminate();
+    }
+  });
+
   test("a task cut at the deadline is charged: its principal's next task waits for the others", {
     timeout: 60_000,
   }, async () => {
@@ -125,6 +161,42 @@ describe("the fair CPU pool", () => {
       await Promise.all([gate, ...rest]);
       // First in, but its principal owes the 4 s its cut task held the thread.
       assert.deepEqual(tasks.started, ["cut", "gate", "h0", "h1", "f0", "f1"]);
+    } finally {
+      tasks.close();
+      // Not close(): after a failed assertion, held tasks would never end.
+      await pool.terminate();
+    }
+  });
+
+  test("a task whose deadline will pass before its expected time is over is never started", {
+    timeout: 60_000,
+  }, async () => {
+    const deadlineMs = 4000;
+    const pool = poolOf(1, deadlineMs);
+    const tasks = heldTasks();
+    try {
+      // The thread is up before the clock matters: the gate's deadline is the late task's, nearly.
+      const warm = await run(pool, "key:a", "TAG", "warm");
+      assert.ok("statusCode" in warm && warm.statusCode === 200);
+      const gate = run(pool, "key:a", "HOLD", "gate");
+      await tasks.startedCount(2);
+      // Expected to take the pool's most (1 s, whatever the mean per cost), it waits behind the
+      // gate until less than that is left of its 4 s.
+      const late = run(pool, "key:b", "HOLD", "late", 1_000_000).then(
+        () => assert.fail("the late task was answered"),
+        (error: unknown) => error,
+      );
+      await new Promise((resolve) => setTimeout(resolve, deadlineMs - 800));
+      tasks.release("gate");
+      await gate;
+      const refused = await late;
+      assert.ok(refused instanceof WorkLimitExceededError);
+      assert.equal(refused.ranMs, 0);
+      // Its thread was never taken from it: the next task runs on it at once.
+      const next = await run(pool, "key:b", "TAG", "next");
+      assert.ok("statusCode" in next && next.statusCode === 200);
+      await tasks.startedCount(3);
+      assert.deepEqual(tasks.started, ["warm", "gate", "next"]);
     } finally {
       tasks.close();
       // Not close(): after a failed assertion, held tasks would never end.

@@ -78,6 +78,83 @@ describe("FairQueue", () => {
     assert.deepEqual(labels(next()), ["f3"]);
   });
 
+  test("a principal's long tasks leave a thread free while another principal is about", () => {
+    const { queue, clock, admit, next, labels } = fairQueue({
+      longTaskCost: 16,
+      longTaskReserveMs: 1_000,
+    });
+    admit("key:honest", "h0");
+    const honest = next();
+    clock.now += 3;
+    queue.finished(honest, true);
+    for (let i = 0; i < 4; i++) admit("key:flood", `f${i}`, 64);
+    assert.deepEqual(labels(next()), ["f0"]);
+    // The other thread is free, but the honest key sent a task 3 ms ago: it stays free.
+    assert.equal(queue.nextMessage(), null);
+    assert.equal(queue.queued, 3);
+    admit("key:honest", "h1");
+    assert.deepEqual(labels(next()), ["h1"]);
+  });
+
+  test("a principal's short tasks still take every thread beside its long one", () => {
+    const { queue, clock, admit, next, labels } = fairQueue({
+      threads: 3,
+      longTaskCost: 16,
+      longTaskReserveMs: 1_000,
+    });
+    admit("key:honest", "h0");
+    const honest = next();
+    clock.now += 3;
+    queue.finished(honest, true);
+    admit("key:flood", "long", 64);
+    admit("key:flood", "s0");
+    admit("key:flood", "s1");
+    assert.deepEqual([next(), next(), next()].map(labels), [["long"], ["s0"], ["s1"]]);
+  });
+
+  test("a principal alone, or once the others are quiet for the reserve, gets every thread", () => {
+    const { queue, clock, admit, next, labels } = fairQueue({
+      longTaskCost: 16,
+      longTaskReserveMs: 1_000,
+    });
+    for (let i = 0; i < 6; i++) admit("key:flood", `f${i}`, 64);
+    const alone = [next(), next()];
+    assert.deepEqual(alone.map(labels), [["f0"], ["f1"]]);
+    admit("key:honest", "h0");
+    clock.now += 300;
+    queue.finished(alone[0]!, true);
+    const honest = next();
+    assert.deepEqual(labels(honest), ["h0"]);
+    queue.finished(alone[1]!, true);
+    const flood = next();
+    assert.deepEqual(labels(flood), ["f2"]);
+    // The flood keeps one thread; the one the honest task frees is left to it for a while.
+    clock.now += 3;
+    queue.finished(honest, true);
+    assert.equal(queue.nextMessage(), null);
+    // The honest key has sent nothing for longer than the reserve: the next thread to free
+    // lifts it, and the flood takes both again.
+    clock.now += 1_001;
+    queue.finished(flood, true);
+    assert.deepEqual([next(), next()].map(labels), [["f3"], ["f4"]]);
+  });
+
+  test("a batch of small tasks is long too: one principal's batches leave a thread free", () => {
+    const { queue, clock, admit, next } = fairQueue({
+      longTaskCost: 16,
+      longTaskReserveMs: 1_000,
+    });
+    admit("key:honest", "h0");
+    const honest = next();
+    clock.now += 3;
+    queue.finished(honest, true);
+    for (let i = 0; i < 40; i++) admit("key:flood", `f${i}`, 1, "verify");
+    assert.equal(next().entries.length, 16);
+    // A second message of the flood's stops short of long.
+    assert.equal(next().entries.length, 15);
+    assert.equal(queue.queued, 9);
+  });
+
   test("principals with equal work are served in turn", () => {
     const { queue, clock, admit, next, labels } = fairQueue({ threads: 1 });
     for (const principal of ["a", "b", "c"]) {
