@@ -24,9 +24,10 @@ import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Env } from "../io/env.js";
 import { formatUtcSeconds } from "../verifier/timestamps.js";
+import { AUDIT_PLAIN_SUFFIX } from "./audit-files.js";
 import { isPrincipal, type Principal } from "./principal.js";
 
-export const AUDIT_FILE_SUFFIX = ".jsonl";
+export const AUDIT_FILE_SUFFIX = AUDIT_PLAIN_SUFFIX;
 const FILE_MODE = 0o600;
 const DIRECTORY_MODE = 0o700;
 const DEFAULT_FLUSH_INTERVAL_MS = 1000;
