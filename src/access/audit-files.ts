@@ -71,6 +71,23 @@ async function removeIfPresent(path: string): Promise<boolean> {
   }
 }
 
+/**
+ * Removes `path` if it is still the file `handle` has open: a plain file created after this
+ * run opened the day's (late lines, after another process removed it) is left for the next.
+ */
+async function removeIfSameFile(path: string, handle: FileHandle): Promise<void> {
+  const [opened, current] = await Promise.all([
+    handle.stat(),
+    stat(path).catch((error: unknown) => {
+      if (isMissing(error)) return null;
+      throw error;
+    }),
+  ]);
+  if (current !== null && current.ino === opened.ino && current.dev === opened.dev) {
+    await removeIfPresent(path);
+  }
+}
+
 /** Makes renames and removals in `directory` durable; a platform without it loses nothing more. */
 async function syncDirectory(directory: string): Promise<void> {
   let handle: FileHandle | null = null;
@@ -299,13 +316,13 @@ async function compressDay(directory: string, day: string): Promise<DayOutcome> 
   let output: FileHandle | null = null;
   try {
     if (existing !== null && (await isLeftoverOf(existing, plain))) {
-      await removeIfPresent(plainPath);
+      await removeIfSameFile(plainPath, plain);
       return "leftover";
     }
     const { size: sizeBefore } = await plain.stat();
     if (sizeBefore === 0) {
       // Opened by a writer that then wrote nothing: no line to keep.
-      await removeIfPresent(plainPath);
+      await removeIfSameFile(plainPath, plain);
       return "gone";
     }
     output = await open(temporaryPath, "wx", FILE_MODE);
@@ -325,7 +342,7 @@ async function compressDay(directory: string, day: string): Promise<DayOutcome> 
     }
     await rename(temporaryPath, compressedPath);
     await syncDirectory(directory);
-    await removeIfPresent(plainPath);
+    await removeIfSameFile(plainPath, plain);
     await syncDirectory(directory);
     return "compressed";
   } catch (error) {
