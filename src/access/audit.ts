@@ -18,15 +18,26 @@
  * with one `write` on a file opened for appending. O_APPEND makes each write land at the end
  * of the file as one piece, so several processes (web instances on one data directory) can
  * share a day's file without their lines interleaving.
+ *
+ * With `retentionDays` set, the log also keeps its directory (issue 37, audit-files.ts): at
+ * `startHousekeeping()` and every hour after, it compresses closed days and removes the days
+ * past the retention, then measures the directory. `bytes` is that measurement plus what this
+ * process appended since, so `/metrics` reads a number rather than walking the directory.
  */
 import { appendFileSync, mkdirSync } from "node:fs";
 import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Env } from "../io/env.js";
 import { formatUtcSeconds } from "../verifier/timestamps.js";
+import {
+  AUDIT_PLAIN_SUFFIX,
+  type AuditCompaction,
+  auditDirectoryBytes,
+  compactAuditDir,
+} from "./audit-files.js";
 import { isPrincipal, type Principal } from "./principal.js";
 
-export const AUDIT_FILE_SUFFIX = ".jsonl";
+export const AUDIT_FILE_SUFFIX = AUDIT_PLAIN_SUFFIX;
 const FILE_MODE = 0o600;
 const DIRECTORY_MODE = 0o700;
 const DEFAULT_FLUSH_INTERVAL_MS = 1000;
@@ -34,6 +45,12 @@ const DEFAULT_FLUSH_INTERVAL_MS = 1000;
 const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024;
 /** Batches are cut at whole lines below this size, well under what one write appends whole. */
 const MAX_WRITE_BYTES = 64 * 1024;
+/**
+ * How often a web process compacts its audit directory: a day is closed an hour after its
+ * midnight (CLOSED_DAY_GRACE_MS), so it is compressed within two hours of its end; a run that
+ * finds nothing to do is one listing and a stat per file.
+ */
+export const AUDIT_HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
 
 /** What the request hooks know about a finished request. */
 export interface AuditEvent {
@@ -152,11 +169,22 @@ export interface AuditLogOptions {
   maxBufferedBytes?: number;
   /** Told about a batch that could not be written (the lines are lost). Default: stderr. */
   onError?: (error: unknown, lostLines: number) => void;
+  /** `AUDIT_RETENTION_DAYS` (0: keep every day); without it the log never compacts. */
+  retentionDays?: number;
+  /** Told what each compaction did. */
+  onCompaction?: (report: AuditCompaction) => void;
+  /** Told about a compaction that failed (it is tried again at the next interval). */
+  onCompactionError?: (error: unknown) => void;
 }
 
 function reportToStderr(error: unknown, lostLines: number): void {
   const message = error instanceof Error ? error.message : String(error);
   process.stderr.write(`audit: ${lostLines} line(s) could not be written: ${message}\n`);
+}
+
+function reportCompactionErrorToStderr(error: unknown): void {
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`audit: compaction failed: ${message}\n`);
 }
 
 /** Appends audit lines to the day files of one directory. */
@@ -175,6 +203,15 @@ export class AuditLog {
   #open: { day: string; handle: FileHandle } | null = null;
   #directoryReady: Promise<unknown> | null = null;
   #closed = false;
+  readonly #retentionDays: number | null;
+  readonly #onCompaction: (report: AuditCompaction) => void;
+  readonly #onCompactionError: (error: unknown) => void;
+  #housekeepingTimer: NodeJS.Timeout | null = null;
+  /** The compaction running, if any: one at a time per process. */
+  #compaction: Promise<AuditCompaction> | null = null;
+  /** The directory's bytes at the last measurement, and what this log appended since. */
+  #measuredBytes = 0;
+  #appendedBytes = 0;
 
   constructor(directory: string, options: AuditLogOptions = {}) {
     this.#directory = directory;
@@ -182,10 +219,67 @@ export class AuditLog {
     this.#flushIntervalMs = options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS;
     this.#maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
     this.#onError = options.onError ?? reportToStderr;
+    this.#retentionDays = options.retentionDays ?? null;
+    this.#onCompaction = options.onCompaction ?? (() => {});
+    this.#onCompactionError = options.onCompactionError ?? reportCompactionErrorToStderr;
   }
 
   get directory(): string {
     return this.#directory;
+  }
+
+  /**
+   * Bytes of the audit directory: measured at each compaction, plus the lines this process
+   * wrote since (other processes sharing the directory are seen at the next measurement).
+   */
+  get bytes(): number {
+    return this.#measuredBytes + this.#appendedBytes;
+  }
+
+  /**
+   * Measures the directory, then compacts it in the background now and every `intervalMs`
+   * until `close()`. A first run over many uncompressed days takes minutes, so nothing waits
+   * for it; a failed run is reported (`onCompactionError`) and tried again at the next one.
+   */
+  async startHousekeeping(intervalMs = AUDIT_HOUSEKEEPING_INTERVAL_MS): Promise<void> {
+    if (this.#retentionDays === null || this.#closed || this.#housekeepingTimer !== null) return;
+    try {
+      this.#measuredBytes = await auditDirectoryBytes(this.#directory);
+      this.#appendedBytes = 0;
+    } catch (error) {
+      this.#onCompactionError(error);
+    }
+    const run = () => {
+      this.compact().catch((error: unknown) => this.#onCompactionError(error));
+    };
+    this.#housekeepingTimer = setInterval(run, intervalMs);
+    this.#housekeepingTimer.unref();
+    run();
+  }
+
+  /** Compresses closed days and removes those past the retention (audit-files.ts), once. */
+  compact(): Promise<AuditCompaction> {
+    if (this.#compaction !== null) return this.#compaction;
+    const compaction = compactAuditDir(this.#directory, {
+      retentionDays: this.#retentionDays ?? 0,
+      nowMs: this.#now(),
+    }).then(
+      (report) => {
+        // Lines appended during the run may be counted twice until the next measurement: a
+        // second's worth, against a directory of days.
+        this.#measuredBytes = report.bytes;
+        this.#appendedBytes = 0;
+        this.#compaction = null;
+        this.#onCompaction(report);
+        return report;
+      },
+      (error: unknown) => {
+        this.#compaction = null;
+        throw error;
+      },
+    );
+    this.#compaction = compaction;
+    return compaction;
   }
 
   /** Queues the line of one finished request. Never throws for I/O; see `onError`. */
@@ -225,6 +319,12 @@ export class AuditLog {
   /** Flushes and closes the open file. Lines recorded later are appended synchronously. */
   async close(): Promise<void> {
     this.#closed = true;
+    if (this.#housekeepingTimer !== null) {
+      clearInterval(this.#housekeepingTimer);
+      this.#housekeepingTimer = null;
+    }
+    // A compaction in progress finishes (its temporary file would otherwise stay behind).
+    await this.#compaction?.catch(() => undefined);
     await this.flush();
     if (this.#open !== null) {
       await this.#open.handle.close();
@@ -237,7 +337,10 @@ export class AuditLog {
       try {
         const { handle, keep } = await this.#handleFor(day);
         try {
-          for (const chunk of chunks(lines)) await writeAll(handle, chunk);
+          for (const chunk of chunks(lines)) {
+            await writeAll(handle, chunk);
+            this.#appendedBytes += chunk.length;
+          }
         } finally {
           if (!keep) await handle.close();
         }
@@ -270,6 +373,7 @@ export class AuditLog {
     try {
       mkdirSync(this.#directory, { recursive: true, mode: DIRECTORY_MODE });
       appendFileSync(this.#path(day), line, { mode: FILE_MODE });
+      this.#appendedBytes += Buffer.byteLength(line);
     } catch (error) {
       this.#onError(error, 1);
     }

@@ -12,11 +12,9 @@
  * 0.01 USD and 9 calls cost nothing); the total is the sum of the rounded key amounts, so a
  * statement's lines always add up.
  */
-import { createReadStream } from "node:fs";
-import { readdir } from "node:fs/promises";
-import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { AUDIT_FILE_SUFFIX, type AuditLine, parseAuditLine } from "./audit.js";
+import { basename } from "node:path";
+import { type AuditLine, parseAuditLine } from "./audit.js";
+import { listAuditDays, readAuditFileLines } from "./audit-files.js";
 import { isChargedStatus } from "./caps.js";
 
 export const BILLED_CALLS_UNIT = 10_000;
@@ -76,30 +74,26 @@ export interface MonthlyUsage {
   totalCents: number;
   /** Calls made with evaluation keys: shown, never billed. */
   evaluation: EvaluationUsage;
-  /** Audit files read, by day. */
+  /** Audit files read, by day (`.jsonl.gz` for a compressed day, issue 37). */
   files: string[];
   /** Lines that were not audit lines (a line torn by a crash, or foreign text). */
   skippedLines: number;
 }
 
 /**
- * Meters `month` (`YYYY-MM`) from the day files in `auditDir`. Throws when the directory
- * cannot be read: an operator who points at the wrong place should not get an empty bill.
+ * Meters `month` (`YYYY-MM`) from the day files in `auditDir`, plain or compressed
+ * (audit-files.ts says which files a day has). Throws when the directory cannot be read: an
+ * operator who points at the wrong place should not get an empty bill.
  */
 export async function meterMonth(auditDir: string, month: string): Promise<MonthlyUsage> {
   if (!isMonth(month)) throw new RangeError(`a month is YYYY-MM, got '${month}'`);
-  const dayFile = new RegExp(`^${month}-\\d{2}${AUDIT_FILE_SUFFIX.replace(".", "\\.")}$`);
-  const files = (await readdir(auditDir)).filter((name) => dayFile.test(name)).sort();
+  const files = (await listAuditDays(auditDir, `${month}-`)).flatMap((day) => day.paths);
   const usage = new Map<string, { calls: number; unbilled: number }>();
   const evaluationKeys = new Set<string>();
   const evaluation: EvaluationUsage = { keys: 0, calls: 0, unbilled: 0 };
   let skippedLines = 0;
   for (const file of files) {
-    const lines = createInterface({
-      input: createReadStream(join(auditDir, file)),
-      crlfDelay: Number.POSITIVE_INFINITY,
-    });
-    for await (const text of lines) {
+    for await (const text of readAuditFileLines(file)) {
       if (text === "") continue;
       const line = parseAuditLine(text);
       if (line === null) {
@@ -132,7 +126,7 @@ export async function meterMonth(auditDir: string, month: string): Promise<Month
     totalCalls: keys.reduce((sum, key) => sum + key.calls, 0),
     totalCents: keys.reduce((sum, key) => sum + key.amountCents, 0),
     evaluation: { ...evaluation, keys: evaluationKeys.size },
-    files,
+    files: files.map((path) => basename(path)),
     skippedLines,
   };
 }

@@ -31,7 +31,7 @@ const HELP = `${USAGE}
 Prints each API key's successful (2xx) calls in the month (CALLS) and their amount at
 ${RATE}, rounded half up to the cent per key; UNBILLED counts the key's other calls. Refused (429), failed (4xx, 5xx), anonymous and x402
 calls are never billed, and neither are self-served evaluation keys' calls (counted on a line
-of their own). Reads DIR/YYYY-MM-DD.jsonl (default: AUDIT_DIR, else DATA_DIR/audit);
+of their own). Reads DIR/YYYY-MM-DD.jsonl and .jsonl.gz (default: AUDIT_DIR, else DATA_DIR/audit);
 names come from the keys in DATA_DIR (./data).
 Exit codes: 0 printed, 2 usage or I/O error.
 `;

@@ -94,6 +94,12 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
     usage: "receiptd billing --month YYYY-MM [--audit DIR] [--json]",
     run: async (argv) => (await import("./billing.js")).main(argv),
   },
+  audit: {
+    summary:
+      "compress closed audit days and remove those past AUDIT_RETENTION_DAYS (web processes do it hourly)",
+    usage: "receiptd audit compact [--audit DIR] [--dry-run]",
+    run: async (argv) => (await import("./audit.js")).main(argv),
+  },
 };
 
 export function helpText(): string {

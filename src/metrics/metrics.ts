@@ -210,6 +210,8 @@ export class ServiceMetrics extends ProcessMetrics {
   readonly signatureChecks: Counter;
   readonly storeFreeBytes: Gauge;
   readonly storeLowSpace: Gauge;
+  readonly auditBytes: Gauge;
+  #auditBytes: (() => number) | null = null;
   #cpuPool: (() => CpuPoolStats) | null = null;
   #storeSpace: (() => Promise<StoreSpace>) | null = null;
 
@@ -338,6 +340,15 @@ export class ServiceMetrics extends ProcessMetrics {
       registers,
       collect: space((reading) => (reading.state === "ok" ? 0 : 1)),
     });
+    this.auditBytes = new Gauge({
+      name: "receiptd_audit_bytes",
+      help: "Bytes of the audit directory (AUDIT_DIR): measured at each hourly compaction, plus the lines this process wrote since.",
+      registers,
+      collect(this: Gauge) {
+        const bytes = metrics.#auditBytes?.();
+        if (bytes !== undefined) this.set(bytes);
+      },
+    });
     // Zeros from the start, so that rates and alerts see every series before its first event.
     for (const verdict of VERDICTS) this.verdicts.inc({ verdict }, 0);
     for (const result of DIGEST_CACHE_RESULTS) this.digestCache.inc({ result }, 0);
@@ -348,6 +359,11 @@ export class ServiceMetrics extends ProcessMetrics {
   /** The embedded document store whose free space scrapes report. */
   observeStoreSpace(space: () => Promise<StoreSpace>): void {
     this.#storeSpace = space;
+  }
+
+  /** The audit log whose directory size scrapes report (a number it keeps, no file access). */
+  observeAuditBytes(bytes: () => number): void {
+    this.#auditBytes = bytes;
   }
 
   /** The CPU pool whose figures scrapes report. */

@@ -95,7 +95,28 @@ export function createAccessServices(
           onSignatureCheck: dependencies.onSignatureCheck,
           ...(intents === null ? {} : { intents }),
         });
-  const audit = new AuditLog(config.auditDir, { now: clock });
+  const audit = new AuditLog(config.auditDir, {
+    now: clock,
+    retentionDays: config.auditRetentionDays,
+    onCompaction: (report) => {
+      if (report.compressed.length + report.removed.length + report.busy.length === 0) return;
+      dependencies.log.info(
+        {
+          compressed: report.compressed,
+          removed: report.removed,
+          busy: report.busy,
+          retention_days: report.retentionDays,
+          audit_bytes: report.bytes,
+        },
+        "audit files compacted",
+      );
+    },
+    onCompactionError: (error) =>
+      dependencies.log.error(
+        { error: error instanceof Error ? error.message : String(error) },
+        "audit compaction failed",
+      ),
+  });
   const keys = new KeyStore(documentStore, {
     defaultDailyCap: config.limits.keyDailyCap,
     now: clock,
@@ -122,9 +143,13 @@ export function createAccessServices(
     addressKey,
     passIssuers: () => [identity.signer().did],
     clock,
-    /** Reconciles the settlements a crash interrupted (throws when the journal cannot open). */
+    /**
+     * Reconciles the settlements a crash interrupted (throws when the journal cannot open),
+     * and starts the audit directory's hourly compaction (in the background).
+     */
     async start() {
       await intents?.start();
+      await audit.startHousekeeping();
     },
     async close() {
       await intents?.close();

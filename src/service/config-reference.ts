@@ -120,9 +120,18 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: "AUDIT_DIR",
     group: "Files and identity",
     default: "DATA_DIR/audit",
-    meaning: "Per-day audit files (one content-free line per call); `receiptd billing` reads them.",
+    meaning:
+      "Per-day audit files (one content-free line per call); `receiptd billing` reads them. Closed days are compressed to `YYYY-MM-DD.jsonl.gz` (every hour by each web process, or `receiptd audit compact`).",
     processes: ["serve", "cli"],
     example: "./data/audit",
+  },
+  {
+    name: "AUDIT_RETENTION_DAYS",
+    group: "Files and identity",
+    default: String(DEFAULT_SETTINGS.auditRetentionDays),
+    meaning:
+      "Days of audit files kept: older days are removed by the web processes' hourly compaction and by `receiptd audit compact`. The default keeps the previous month whole until the next one ends, for `receiptd billing`. 0: never remove.",
+    processes: ["serve", "cli"],
   },
   {
     name: "INTERNAL_TOKEN_FILE",

@@ -261,6 +261,11 @@ export interface ServiceConfig {
   corpusDir: string | null;
   /** Directory of the per-day audit files (`AUDIT_DIR`, default `DATA_DIR/audit`). */
   auditDir: string;
+  /**
+   * `AUDIT_RETENTION_DAYS`: audit days older than this many days are removed (0: never);
+   * closed days are compressed whatever it is (issue 37, src/access/audit-files.ts).
+   */
+  auditRetentionDays: number;
   /** The token `POST /payment-receipts` requires (`INTERNAL_TOKEN_FILE`, created 0600). */
   internalTokenFile: string;
   payments: PaymentsConfig;
@@ -437,6 +442,11 @@ export const DEFAULT_SETTINGS = {
   databaseSchema: "receiptd",
   metricsHost: "127.0.0.1",
   corsMaxAgeSeconds: 600,
+  // Billing meters a month after it ends, from its audit files: on the last day of a 31-day
+  // month the first day of the month before is 61 days back. 62 keeps the previous month
+  // whole on every day of the next, with a day to spare; a month of disputes or audits
+  // more is the operator's choice (93), at a third more disk.
+  auditRetentionDays: 62,
   /** USD prices of x402 calls, lease and day pass. */
   x402Prices: { call: "0.01", lease: "0.01", day: "0.50" },
 } as const;
@@ -901,6 +911,13 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     logLevel: logLevelFrom(env),
     corpusDir: corpusDir ? resolve(corpusDir) : null,
     auditDir: auditDirFrom(env, dataDir),
+    auditRetentionDays: integerFrom(
+      env,
+      "AUDIT_RETENTION_DAYS",
+      DEFAULT_SETTINGS.auditRetentionDays,
+      0,
+      36_500,
+    ),
     internalTokenFile: resolve(env.INTERNAL_TOKEN_FILE || join(dataDir, "internal.token")),
     payments: paymentsFrom(env, mergedLimits, origin),
     redisUrl: urlFrom(env, "REDIS_URL"),

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -14,6 +14,7 @@ import {
   formatAuditLine,
   parseAuditLine,
 } from "../../src/access/audit.js";
+import { type AuditCompaction, auditDirectoryBytes } from "../../src/access/audit-files.js";
 
 const event = (overrides: Partial<AuditEvent> = {}): AuditEvent => ({
   principal: "key:0123456789ab",
@@ -183,6 +184,63 @@ describe("AuditLog", () => {
     log.record(event({ timeMs: at("2026-11-21T10:00:00Z"), status: 204 }));
     const content = await readFile(join(directory, "2026-11-21.jsonl"), "utf8");
     assert.equal(parseAuditLine(content.trimEnd())?.status, 204);
+  });
+
+  test("housekeeping compresses closed days, removes old ones, and keeps the size it measured (issue 37)", async () => {
+    const directory = join(scratch, "housekeeping");
+    await mkdir(directory);
+    const old = formatAuditLine(event(), at("2026-09-01T10:00:00Z"));
+    const closed = formatAuditLine(event(), at("2026-11-20T10:00:00Z"));
+    await writeFile(join(directory, "2026-09-01.jsonl"), old);
+    await writeFile(join(directory, "2026-11-20.jsonl"), closed.repeat(100));
+    const reports: AuditCompaction[] = [];
+    const clock = { now: at("2026-11-21T10:00:00Z") };
+    const log = new AuditLog(directory, {
+      now: () => clock.now,
+      retentionDays: 62,
+      onCompaction: (report) => reports.push(report),
+    });
+    await log.startHousekeeping();
+    await log.compact();
+    assert.deepEqual(
+      reports.map((report) => [report.removed, report.compressed]),
+      [[["2026-09-01"], ["2026-11-20"]]],
+    );
+    assert.deepEqual(await readdir(directory), ["2026-11-20.jsonl.gz"]);
+    assert.equal(log.bytes, await auditDirectoryBytes(directory));
+    assert.ok(log.bytes < closed.length * 100, "compressed");
+    log.record(event());
+    await log.flush();
+    assert.equal(log.bytes, await auditDirectoryBytes(directory), "appended lines are counted");
+    await log.close();
+    clock.now = at("2026-11-25T10:00:00Z");
+    await log.startHousekeeping();
+    assert.deepEqual(await readdir(directory), ["2026-11-20.jsonl.gz", "2026-11-21.jsonl"]);
+    assert.equal(reports.length, 1, "a closed log does not compact");
+  });
+
+  test("without a retention the log never compacts on its own", async () => {
+    const directory = join(scratch, "no-housekeeping");
+    await mkdir(directory);
+    await writeFile(join(directory, "2026-09-01.jsonl"), "x\n");
+    const log = new AuditLog(directory, { now: () => at("2026-11-21T10:00:00Z") });
+    await log.startHousekeeping();
+    await log.close();
+    assert.deepEqual(await readdir(directory), ["2026-09-01.jsonl"]);
+  });
+
+  test("a failed compaction is reported and does not throw", async () => {
+    const blocker = join(scratch, "compaction-blocker");
+    await writeFile(blocker, "");
+    const errors: unknown[] = [];
+    const log = new AuditLog(blocker, {
+      retentionDays: 62,
+      onCompactionError: (error) => errors.push(error),
+    });
+    await log.startHousekeeping();
+    await assert.rejects(log.compact(), { code: "ENOTDIR" });
+    await log.close();
+    assert.ok(errors.length >= 1);
   });
 
   test("a write failure is reported with the lines it lost, and does not throw", async () => {

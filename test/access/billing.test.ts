@@ -1,9 +1,10 @@
 /** Metering a month of audit lines: 2xx key calls only, half-up cents, evaluation keys free. */
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { gzipSync } from "node:zlib";
 import { type AuditEvent, formatAuditLine } from "../../src/access/audit.js";
 import { amountCents, formatCents, isMonth, meterMonth } from "../../src/access/billing.js";
 
@@ -132,5 +133,32 @@ describe("meterMonth", () => {
     await assert.rejects(meterMonth(join(directory, "absent"), "2026-11"), { code: "ENOENT" });
     await mkdir(join(directory, "empty"));
     assert.equal((await meterMonth(join(directory, "empty"), "2026-11")).keys.length, 0);
+  });
+
+  test("compressed days bill the same as plain ones, a crash's leftover once (issue 37)", async () => {
+    const plainUsage = await meterMonth(directory, "2026-11");
+    const compressed = join(directory, "compressed");
+    await mkdir(compressed);
+    for (const day of ["2026-11-01", "2026-11-30"]) {
+      const text = await readFile(join(directory, `${day}.jsonl`));
+      await writeFile(join(compressed, `${day}.jsonl.gz`), gzipSync(text));
+    }
+    // A compaction that crashed after its rename: the plain day is still there, and is
+    // already the compressed file's last member.
+    await copyFile(join(directory, "2026-11-30.jsonl"), join(compressed, "2026-11-30.jsonl"));
+    const usage = await meterMonth(compressed, "2026-11");
+    assert.deepEqual(usage, {
+      ...plainUsage,
+      files: ["2026-11-01.jsonl.gz", "2026-11-30.jsonl.gz"],
+    });
+    // A line written after its day was compressed is billed too.
+    await writeFile(join(compressed, "2026-11-01.jsonl"), lines("2026-11-01", [[B, 200, 1]]));
+    const late = await meterMonth(compressed, "2026-11");
+    assert.equal(late.totalCalls, plainUsage.totalCalls + 1);
+    assert.deepEqual(late.files, [
+      "2026-11-01.jsonl.gz",
+      "2026-11-01.jsonl",
+      "2026-11-30.jsonl.gz",
+    ]);
   });
 });

@@ -3,14 +3,17 @@
  * units are what scripts/systemd-units.mjs prints and pass `systemd-analyze verify`; the
  * PostgreSQL setup SQL, run under test-only names, gives a role that `.env.example`'s
  * DATABASE_URL (with the same names) can open the store with; the identity backup and restore
- * blocks round-trip the three files. The teardown command is tested in test/cli/admin.test.ts.
+ * blocks round-trip the three files; the logrotate block rotates an access log a process keeps
+ * appending to. The teardown command is tested in test/cli/admin.test.ts.
  */
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { once } from "node:events";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -164,6 +167,65 @@ describe("the runbook's identity backup and restore", () => {
     for (const name of files) {
       assert.deepEqual(readFileSync(join(restored, name)), readFileSync(join(original, name)));
       assert.equal(statSync(join(restored, name)).mode & 0o777, 0o600, name);
+    }
+  });
+});
+
+describe("the runbook's logrotate block for the access log (issue 37)", () => {
+  test("copytruncate rotates a file a process keeps appending to: old lines rotated, new ones in the live file", async () => {
+    const logs = join(scratch, "logs");
+    mkdirSync(logs, { mode: 0o755 });
+    const config = join(scratch, "logrotate.conf");
+    writeFileSync(
+      config,
+      block("conf", "logrotate-receiptd").replace("/var/log/receiptd/", `${logs}/`),
+    );
+    const live = join(logs, "web.log");
+    // A stand-in for `receiptd serve` with StandardOutput=append: one descriptor, opened in
+    // append mode, kept for the whole run; it writes a line per line it is told, and echoes.
+    const writer = spawn(
+      process.execPath,
+      [
+        "-e",
+        `const fs = require("node:fs");
+         const fd = fs.openSync(process.argv[1], "a");
+         require("node:readline").createInterface({ input: process.stdin }).on("line", (n) => {
+           fs.writeSync(fd, JSON.stringify({ msg: "request completed", n: Number(n) }) + "\\n");
+           process.stdout.write(n + "\\n");
+         });`,
+        live,
+      ],
+      { stdio: ["pipe", "pipe", "inherit"] },
+    );
+    const acks = createInterface({ input: writer.stdout })[Symbol.asyncIterator]();
+    const write = async (from: number, to: number) => {
+      for (let n = from; n <= to; n += 1) {
+        writer.stdin.write(`${n}\n`);
+        assert.equal((await acks.next()).value, String(n));
+      }
+    };
+    const numbers = (path: string) =>
+      readFileSync(path, "utf8")
+        .trimEnd()
+        .split("\n")
+        .map((line) => (JSON.parse(line) as { n: number }).n);
+    try {
+      await write(1, 100);
+      execFileSync("logrotate", ["--force", "--state", join(scratch, "logrotate.state"), config]);
+      await write(101, 110);
+      assert.deepEqual(
+        numbers(join(logs, "web.log.1")),
+        Array.from({ length: 100 }, (_, index) => index + 1),
+      );
+      // Append mode: the writer's next line lands at the new end, not at its old offset
+      // (which would leave the live file a hole of zeros as large as the rotated one).
+      assert.deepEqual(
+        numbers(live),
+        Array.from({ length: 10 }, (_, index) => index + 101),
+      );
+    } finally {
+      writer.stdin.end();
+      await once(writer, "exit");
     }
   });
 });

@@ -5,9 +5,14 @@
  * never on the API port) and the x402 outcomes through the local facilitator peer.
  */
 import assert from "node:assert/strict";
+import { mkdir, mkdtemp, readdir, writeFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { PrivateKeyAccount } from "viem/accounts";
+import { formatAuditLine } from "../../src/access/audit.js";
+import { auditDirectoryBytes } from "../../src/access/audit-files.js";
 import { type MetricsServer, startMetricsServer } from "../../src/metrics/server.js";
 import { startFacilitatorPeer } from "../../src/payments/facilitator-peer.js";
 import { requirementFromWire } from "../../src/payments/requirements.js";
@@ -207,6 +212,58 @@ describe("/metrics of a web process", () => {
     // This app's figures are untouched by the other's construction and closing.
     const { samples } = await scrape(metrics);
     assert.equal(sampleValue(samples, "receiptd_verdicts_total", { verdict: "TRUSTED" }), 3);
+  });
+});
+
+describe("/metrics: the audit directory's size (issue 37)", () => {
+  test("measured at compaction, compressed days counted compressed, plus what was written since", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "receiptd-audit-metric-"));
+    const auditDir = join(dataDir, "audit");
+    await mkdir(auditDir, { recursive: true });
+    const nowMs = Date.now();
+    const closedDay = new Date(nowMs - 3 * 24 * 3600_000).toISOString().slice(0, 10);
+    const line = formatAuditLine(
+      {
+        principal: "anonymous",
+        method: "GET",
+        route: "/health",
+        status: 200,
+        bytes: 1,
+        latencyMs: 1,
+      },
+      Date.parse(`${closedDay}T12:00:00Z`),
+    );
+    await writeFile(join(auditDir, `${closedDay}.jsonl`), line.repeat(1000));
+    const service = await startTestService({ dataDir });
+    try {
+      const audit = service.app.accessServices.audit;
+      // The compaction started with the app; this waits for it (or runs one more).
+      await audit.compact();
+      assert.ok((await readdir(auditDir)).includes(`${closedDay}.jsonl.gz`));
+      const measured = sampleValue(
+        parseExposition(await service.app.metrics.render()),
+        "receiptd_audit_bytes",
+      );
+      assert.equal(measured, await auditDirectoryBytes(auditDir));
+      assert.ok(measured > 0 && measured < line.length * 1000, String(measured));
+
+      const answer = await service.app.inject({
+        method: "POST",
+        url: "/verify",
+        headers: { "content-type": "application/json", ...service.authHeaders },
+        payload: TRUSTED,
+      });
+      assert.equal(answer.statusCode, 200);
+      await audit.flush();
+      const grown = sampleValue(
+        parseExposition(await service.app.metrics.render()),
+        "receiptd_audit_bytes",
+      );
+      assert.ok(grown > measured, `${grown} > ${measured}`);
+      assert.equal(grown, await auditDirectoryBytes(auditDir));
+    } finally {
+      await service.close();
+    }
   });
 });
 

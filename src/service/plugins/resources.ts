@@ -310,6 +310,7 @@ export const accessServicesPlugin = fastifyPlugin(
       log: app.log,
     });
     app.openedResources.add("access-services", () => access.close());
+    metrics.observeAuditBytes(() => access.audit.bytes);
     await access.start();
     app.decorate("accessServices", access);
   },
