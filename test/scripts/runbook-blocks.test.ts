@@ -191,19 +191,34 @@ async function runBlock(code: string, log: string): Promise<string> {
   return output;
 }
 
-/** Starts a long-running block; resolves once its output says it is ready. */
-async function startBlock(code: string, log: string): Promise<void> {
+/** Starts a long-running block; its output once it says it is ready. */
+async function startBlock(code: string, log: string): Promise<string> {
   const child = shell(code, log);
   running.push({ child, log });
   for (let waited = 0; waited < READY_TIMEOUT_MS; waited += 100) {
-    const output = readFileSync(log, "utf8");
-    if (READY.test(output)) return;
+    const written = readFileSync(log, "utf8");
+    // Whole lines only: the ready line is read once it is complete.
+    const output = written.slice(0, written.lastIndexOf("\n") + 1);
+    if (READY.test(output)) return output;
     if (child.exitCode !== null) {
       assert.fail(`the block exited with ${child.exitCode} before it was ready:\n${output}`);
     }
     await sleep(100);
   }
-  assert.fail(`the block was not ready in ${READY_TIMEOUT_MS} ms:\n${readFileSync(log, "utf8")}`);
+  return assert.fail(
+    `the block was not ready in ${READY_TIMEOUT_MS} ms:\n${readFileSync(log, "utf8")}`,
+  );
+}
+
+/** The JSON log line of `output` whose `msg` matches. */
+function logLine(output: string, msg: RegExp): Record<string, unknown> {
+  // Only whole lines: the last one may still be being written.
+  for (const line of output.split("\n").slice(0, -1)) {
+    if (!line.startsWith("{")) continue;
+    const entry = JSON.parse(line) as Record<string, unknown>;
+    if (msg.test(String(entry.msg))) return entry;
+  }
+  return assert.fail(`no log line ${msg} in:\n${output}`);
 }
 
 async function countKeys(): Promise<number> {
@@ -237,10 +252,24 @@ function iniBlock(runbook: string, name: string): string {
  * deployment would already have.
  */
 const originalIdentity = new Map<string, Buffer>();
+let webIssuer: unknown;
 const checks: Record<
   string,
   { before?: () => Promise<void> | void; after?: (output: string) => Promise<void> | void }
 > = {
+  "runbook-local-web": {
+    after(output) {
+      const listening = logLine(output, /^Server listening at /);
+      assert.equal(listening.mode, "distributed", "the environment file was loaded");
+      webIssuer = listening.issuer;
+    },
+  },
+  "runbook-local-worker": {
+    after(output) {
+      const ready = logLine(output, /^worker ready$/);
+      assert.equal(ready.issuer, webIssuer, "the worker signs as the web process does");
+    },
+  },
   "runbook-payment-receipts": {
     after(output) {
       const [stored, served] = output
@@ -251,6 +280,7 @@ const checks: Record<
       const receipt = stored?.receipt as Record<string, unknown>;
       assert.equal(receipt.kind, "svc.payment-receipt");
       assert.equal(receipt.tx, stored?.tx);
+      assert.equal(receipt.issuer, webIssuer);
       assert.deepEqual(served?.receipt, receipt, "GET /receipts/{tx} serves what was stored");
       assert.equal(served?.receipt_digest, stored?.digest);
     },
@@ -369,8 +399,8 @@ describe("the runbook's shell blocks, each in a fresh shell", () => {
       all.map((block) => block.name ?? block.mode),
       [
         "run",
-        "background",
-        "background",
+        "runbook-local-web",
+        "runbook-local-worker",
         "runbook-payment-receipts",
         "skip",
         "runbook-systemd-units",
@@ -402,12 +432,11 @@ describe("the runbook's shell blocks, each in a fresh shell", () => {
       const check = block.name === undefined ? undefined : checks[block.name];
       if (block.mode === "stop") await stopBackground();
       await check?.before?.();
-      if (block.mode === "background") {
-        await startBlock(block.code, log);
-      } else {
-        const output = await runBlock(block.code, log);
-        await check?.after?.(output);
-      }
+      const output =
+        block.mode === "background"
+          ? await startBlock(block.code, log)
+          : await runBlock(block.code, log);
+      await check?.after?.(output);
       t.diagnostic(`ran ${label}`);
     }
     for (const name of Object.keys(checks)) {
