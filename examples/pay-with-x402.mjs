@@ -11,6 +11,10 @@
  * signatures, not balances. Against a real facilitator the payer needs the asset on the network
  * the service offers. Prints the verdict and the settlement transaction; exits 0 when paid
  * and answered 200, else 1.
+ *
+ * The SDK packages are devDependencies of a checkout. Beside an installed package (which ships
+ * this file as node_modules/receiptd/examples/pay-with-x402.mjs), install them first:
+ * `npm install @x402/fetch @x402/evm` (viem comes with receiptd).
  */
 import { readFile } from "node:fs/promises";
 import { ExactEvmScheme } from "@x402/evm";

@@ -89,6 +89,12 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
     usage: "receiptd admin purge [--prefix PREFIX] [--schema SCHEMA] [--yes]",
     run: async (argv) => (await import("./admin.js")).main(argv),
   },
+  "systemd-units": {
+    summary: "write systemd units for the Procfile's processes (web, worker) of this installation",
+    usage:
+      "receiptd systemd-units [--dir DIR] [--node PATH] [--user USER] [--env-file FILE] [--out DIR]",
+    run: async (argv) => (await import("./systemd-units.js")).main(argv),
+  },
   billing: {
     summary: "print the monthly per-key statement metered from the audit files",
     usage: "receiptd billing --month YYYY-MM [--audit DIR] [--json]",

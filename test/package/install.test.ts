@@ -3,7 +3,10 @@
  * files, no dist/, so `prepack` must build), `npm install` of the tarball into an empty
  * folder, then the installed `receiptd` serves and verifies a corpus bundle with a key
  * made by the installed `receiptd keys create`. Dependencies come from the npm cache when it
- * has them (--prefer-offline) and from the registry otherwise.
+ * has them (--prefer-offline) and from the registry otherwise. Every path of the package that
+ * README.md and docs/operations.md name is in the installed package (issue 37: they named
+ * docs/, examples/, .env.example and a script that only a clone had), and the systemd units
+ * the installed CLI writes name its files.
  */
 import assert from "node:assert/strict";
 import { type ChildProcessByStdio, execFile, spawn } from "node:child_process";
@@ -14,12 +17,13 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   rmSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import type { Readable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -33,6 +37,8 @@ const tree = join(scratch, "tree");
 const app = join(scratch, "app");
 const dataDir = join(scratch, "data");
 const bin = (name: string) => join(app, "node_modules/.bin", name);
+/** The installed package: what `npm install` unpacked. */
+const installed = join(app, "node_modules/receiptd");
 
 /** The user's environment, minus what would move the installed service out of embedded mode. */
 const userEnv: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, CPU_THREADS: "1" };
@@ -71,25 +77,40 @@ async function cleanTree(): Promise<void> {
   symlinkSync(join(repository, "node_modules"), join(tree, "node_modules"));
 }
 
-before(async () => {
-  await cleanTree();
-  // prepack's build writes to stdout as well, so the tarball itself is listed, not --json.
-  await run("npm", ["pack", "--pack-destination", scratch, "--loglevel=error"], {
-    cwd: tree,
-    timeout: PACK_TIMEOUT_MS,
-    maxBuffer: 16 << 20,
-  });
-  const filename = readdirSync(scratch).find((name) => name.endsWith(".tgz"));
-  assert.ok(filename !== undefined, "npm pack wrote a tarball");
-  const listing = await run("tar", ["-tzf", join(scratch, filename)], { maxBuffer: 16 << 20 });
-  const files = listing.stdout
-    .split("\n")
-    .filter((line) => line !== "" && !line.endsWith("/"))
-    .map((line) => ({ path: line.replace(/^package\//, "") }));
-  packed = { filename, files };
-  mkdirSync(app);
-  writeFileSync(join(app, "package.json"), '{"name":"receiptd-install-probe","private":true}\n');
-});
+before(
+  async () => {
+    await cleanTree();
+    // prepack's build writes to stdout as well, so the tarball itself is listed, not --json.
+    await run("npm", ["pack", "--pack-destination", scratch, "--loglevel=error"], {
+      cwd: tree,
+      timeout: PACK_TIMEOUT_MS,
+      maxBuffer: 16 << 20,
+    });
+    const filename = readdirSync(scratch).find((name) => name.endsWith(".tgz"));
+    assert.ok(filename !== undefined, "npm pack wrote a tarball");
+    const listing = await run("tar", ["-tzf", join(scratch, filename)], { maxBuffer: 16 << 20 });
+    const files = listing.stdout
+      .split("\n")
+      .filter((line) => line !== "" && !line.endsWith("/"))
+      .map((line) => ({ path: line.replace(/^package\//, "") }));
+    packed = { filename, files };
+    mkdirSync(app);
+    writeFileSync(join(app, "package.json"), '{"name":"receiptd-install-probe","private":true}\n');
+    await run(
+      "npm",
+      [
+        "install",
+        "--prefer-offline",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        join(scratch, packed.filename),
+      ],
+      { cwd: app, timeout: INSTALL_TIMEOUT_MS, maxBuffer: 16 << 20 },
+    );
+  },
+  { timeout: PACK_TIMEOUT_MS + INSTALL_TIMEOUT_MS },
+);
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe("the npm package", () => {
@@ -112,6 +133,11 @@ describe("the npm package", () => {
       "LICENSE",
       "README.md",
       "package.json",
+      // What the README and the runbook send the reader to (see the test on their paths).
+      "docs/operations.md",
+      "examples/pay-with-x402.mjs",
+      ".env.example",
+      "Procfile",
       "dist/queues/settlements.js",
       "dist/web/index.html",
       "dist/web/build.json",
@@ -154,21 +180,69 @@ describe("the npm package", () => {
     }
   });
 
-  test("installs into an empty folder, serves, verifies and runs its tools", {
-    timeout: INSTALL_TIMEOUT_MS + 5 * COMMAND_TIMEOUT_MS,
-  }, async () => {
-    await run(
-      "npm",
-      [
-        "install",
-        "--prefer-offline",
-        "--no-audit",
-        "--no-fund",
-        "--loglevel=error",
-        join(scratch, packed.filename),
-      ],
-      { cwd: app, timeout: INSTALL_TIMEOUT_MS, maxBuffer: 16 << 20 },
+  test("every path of the package that the README and the runbook name is installed", (t) => {
+    const named = namedPaths(["README.md", "docs/operations.md"]);
+    const shipped = named.filter((path) => path.shipped);
+    const development = named.filter((path) => !path.shipped);
+    // The ones the issue found missing are among those checked.
+    for (const path of ["docs/operations.md", "examples/pay-with-x402.mjs", ".env.example"]) {
+      assert.ok(
+        shipped.some((found) => found.path === path),
+        `${path} is named and checked`,
+      );
+    }
+    const missing = shipped.filter((found) => !existsSync(join(installed, found.path)));
+    assert.deepEqual(
+      missing.map((found) => `${found.path} (${found.files.join(", ")})`),
+      [],
+      "named by the README or the runbook, missing from the installed package",
     );
+    // Sources, tests and CI scripts are the repository's, as both documents say.
+    for (const document of ["README.md", "docs/operations.md"]) {
+      assert.match(
+        readFileSync(join(repository, document), "utf8").replace(/\s+/g, " "),
+        /paths under `src\/`, `test\/`, `scripts\/` and `\.ci\/` are the repository's/i,
+        document,
+      );
+    }
+    assert.deepEqual(
+      development.filter((found) => !/^(src|test|scripts|\.ci)\//.test(found.path)),
+      [],
+      "named, neither shipped nor in a folder the documents call the repository's",
+    );
+    const absent = development.filter((found) => !existsSync(join(repository, found.path)));
+    assert.deepEqual(
+      absent.map((found) => found.path),
+      [],
+      "named as repository paths, missing from the repository",
+    );
+    t.diagnostic(`in the installed package (${shipped.length}): ${list(shipped)}`);
+    t.diagnostic(`in the repository only (${development.length}): ${list(development)}`);
+  });
+
+  test("the installed CLI writes systemd units that name the installed package's files", async () => {
+    const { stdout } = await run(bin("receiptd"), ["systemd-units"], {
+      cwd: app,
+      env: userEnv,
+      timeout: COMMAND_TIMEOUT_MS,
+    });
+    const units = stdout.split(/^# (?=receiptd-\S+\.service$)/m).filter((unit) => unit !== "");
+    assert.equal(units.length, 2);
+    for (const unit of units) {
+      const field = (name: string) => new RegExp(`^${name}=(.*)$`, "m").exec(unit)?.[1] ?? "";
+      assert.equal(field("WorkingDirectory"), realpathSync(installed));
+      const documentation = field("Documentation").replace(/^file:\/\//, "");
+      assert.equal(relative(realpathSync(installed), documentation), "docs/operations.md");
+      assert.ok(existsSync(documentation), documentation);
+      const script = /\s(dist\/\S+\.js)\s/.exec(field("ExecStart"))?.[1];
+      assert.ok(script !== undefined && existsSync(join(installed, script)), field("ExecStart"));
+    }
+    assert.ok(existsSync(join(installed, ".env.example")), "the EnvironmentFile's template");
+  });
+
+  test("installs into an empty folder, serves, verifies and runs its tools", {
+    timeout: 5 * COMMAND_TIMEOUT_MS,
+  }, async () => {
     const options = { cwd: app, env: userEnv, timeout: COMMAND_TIMEOUT_MS };
 
     const help = await run(bin("receiptd"), ["--help"], options);
@@ -257,6 +331,61 @@ describe("the npm package", () => {
     assert.equal(server.exitCode, 0);
   });
 });
+
+interface NamedPath {
+  path: string;
+  /** In a top-level folder or file of the package (else one of the repository's alone). */
+  shipped: boolean;
+  /** The documents that name it. */
+  files: string[];
+}
+
+/**
+ * The paths into the project that `documents` name, anywhere in their text (prose, code
+ * spans, blocks, links): a run of path characters that starts with a top-level folder of the
+ * repository or of the package and a `/` (`docs/cli.md`, `dist/`), or is one of their
+ * top-level files (`.env.example`, `Procfile`). A run preceded by a path character is part of
+ * another path (`../shared/docs/`, `file:///opt/receiptd/docs/…`); `DATA_DIR/…` and
+ * `node_modules/receiptd` start with no entry of the project; neither is taken. A trailing `.`
+ * ends the sentence and `#…` is an anchor.
+ */
+function namedPaths(documents: string[]): NamedPath[] {
+  const entries = (root: string) =>
+    readdirSync(root, { withFileTypes: true }).filter(
+      (entry) => entry.name !== "node_modules" && entry.name !== "dist",
+    );
+  const packageEntries = new Set(readdirSync(installed).filter((name) => name !== "node_modules"));
+  const folders = new Set([
+    ...packageEntries,
+    ...entries(tree)
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name),
+  ]);
+  const files = new Set(
+    [...entries(tree), ...entries(installed)]
+      .filter((entry) => entry.isFile())
+      .map((entry) => entry.name),
+  );
+  const found = new Map<string, NamedPath>();
+  for (const document of documents) {
+    const text = readFileSync(join(repository, document), "utf8");
+    for (const match of text.matchAll(/(?<![\w./:~…-])(?:\.\/)?([\w.-]+(?:\/[\w.-]*)*)/g)) {
+      const path = match[1]!.replace(/\.+$/, "");
+      const slash = path.indexOf("/");
+      const named = slash === -1 ? files.has(path) : folders.has(path.slice(0, slash));
+      if (!named) continue;
+      const first = slash === -1 ? path : path.slice(0, slash);
+      const entry = found.get(path) ?? { path, shipped: packageEntries.has(first), files: [] };
+      if (!entry.files.includes(document)) entry.files.push(document);
+      found.set(path, entry);
+    }
+  }
+  return [...found.values()].sort((a, b) => a.path.localeCompare(b.path));
+}
+
+function list(paths: NamedPath[]): string {
+  return paths.map((found) => found.path).join(", ");
+}
 
 /** The origin `receiptd serve` logs once it listens; rejects if it exits or takes too long. */
 function listeningOrigin(server: ChildProcessByStdio<null, Readable, Readable>): Promise<string> {

@@ -1,23 +1,22 @@
 /**
- * docs/operations.md, the runbook, executed where it can run on this machine: the systemd
- * units are what scripts/systemd-units.mjs prints and pass `systemd-analyze verify`; the
- * PostgreSQL setup SQL, run under test-only names, gives a role that `.env.example`'s
- * DATABASE_URL (with the same names) can open the store with; the identity backup and restore
- * blocks round-trip the three files; the logrotate block rotates an access log a process keeps
- * appending to. The teardown command is tested in test/cli/admin.test.ts.
+ * docs/operations.md, the runbook, checked where it is not a shell block: the systemd units
+ * are what `receiptd systemd-units` prints and pass `systemd-analyze verify`; the PostgreSQL
+ * setup SQL, run under test-only names, gives a role that `.env.example`'s DATABASE_URL (with
+ * the same names) can open the store with; the logrotate block rotates an access log a process
+ * keeps appending to. Its shell blocks are run by runbook-blocks.test.ts.
  */
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { systemdUnits } from "../../scripts/systemd-units.mjs";
+import { DEFAULTS, systemdUnits } from "../../src/cli/systemd-units.js";
 import { PgDocumentStore } from "../../src/storage/pg-document-store.js";
 import { DATABASE_URL, withAdmin } from "../support/pg.js";
 
@@ -45,7 +44,8 @@ function systemdAnalyze(units: string[], cwd: string) {
 }
 
 describe("the runbook's systemd units", () => {
-  const units = systemdUnits(procfile);
+  // The runbook shows the units of a checkout in /opt/receiptd.
+  const units = systemdUnits(procfile, { ...DEFAULTS, dir: "/opt/receiptd" });
 
   test("are one per Procfile line, and docs/operations.md shows them as generated", () => {
     assert.deepEqual(Object.keys(units).sort(), [
@@ -140,33 +140,6 @@ describe("the runbook's PostgreSQL setup", () => {
       assert.deepEqual(schema.rows, [{ owner: role }], "receiptd created its schema as the role");
     } finally {
       await client.end();
-    }
-  });
-});
-
-describe("the runbook's identity backup and restore", () => {
-  test("round-trips the three files with their modes into a new DATA_DIR", () => {
-    const original = join(scratch, "data");
-    mkdirSync(original, { mode: 0o700 });
-    const files = ["service-key.pem", "validator-key.hex", "internal.token"];
-    for (const name of files) {
-      writeFileSync(join(original, name), randomBytes(32).toString("hex"), { mode: 0o600 });
-    }
-    const work = join(scratch, "backup");
-    mkdirSync(work);
-    const bash = (script: string, dataDir: string) =>
-      execFileSync("bash", ["-euo", "pipefail", "-c", script], {
-        cwd: work,
-        env: { ...process.env, DATA_DIR: dataDir },
-        encoding: "utf8",
-      });
-    bash(block("sh", "runbook-backup"), original);
-    const restored = join(scratch, "restored");
-    bash(block("sh", "runbook-restore"), restored);
-    assert.equal(statSync(restored).mode & 0o777, 0o700);
-    for (const name of files) {
-      assert.deepEqual(readFileSync(join(restored, name)), readFileSync(join(original, name)));
-      assert.equal(statSync(join(restored, name)).mode & 0o777, 0o600, name);
     }
   });
 });
