@@ -363,6 +363,25 @@ async function verify({ call, key, main, revoked, clock }: Main): Promise<void> 
   await post("POST /verify: revoked key → 401 invalid_key", "/verify", corpusCall(GOOD), {
     authorization: `Bearer ${revoked}`,
   });
+
+  // A body in a form the service does not read (issue 37): told what is wrong, and how to send it.
+  await post("POST /verify: Content-Encoding gzip → 415 unsupported_content_encoding", "/verify", {
+    // gzip of `{}` (mtime 0): the bytes are never read.
+    body: Buffer.from("1f8b0800000000000203abae050043bfa6a302000000", "hex"),
+    headers: { ...JSON_TYPE, ...key, "content-encoding": "gzip" },
+  });
+  const boundary = "------------------------recordedboundary";
+  await post(
+    "POST /verify: multipart/form-data (curl -F) → 415 unsupported_media_type",
+    "/verify",
+    {
+      body:
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="bundle.json"\r\n` +
+        `Content-Type: application/json\r\n\r\n${good}\r\n--${boundary}--\r\n`,
+      bodyLabel: `multipart/form-data: one part, corpus ${GOOD}`,
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}`, ...key },
+    },
+  );
 }
 
 async function verifyReceipt({ call, key }: Main): Promise<void> {

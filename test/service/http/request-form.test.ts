@@ -1,0 +1,130 @@
+/**
+ * What a client that sends a request in a slightly wrong form is told, over a real socket
+ * (issue 37): a compressed or multipart body is refused 415 before it is read.
+ */
+import assert from "node:assert/strict";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { gzipSync } from "node:zlib";
+import { corpusBytes } from "../../support/corpus.js";
+import { jsonOf, RawClient } from "../support/raw-client.js";
+import { startTestService, type TestService } from "../support/service.js";
+
+const BUNDLE = corpusBytes("vectors/01_happy_minimal.json");
+const JSON_TYPE = { "content-type": "application/json" };
+
+describe("request form over a socket", () => {
+  let service: TestService;
+  let base: string;
+  let port: number;
+  before(async () => {
+    service = await startTestService();
+    base = await service.app.listen({ port: 0, host: "127.0.0.1" });
+    port = (service.app.server.address() as AddressInfo).port;
+  });
+  after(() => service.close());
+
+  const postVerify = (
+    body: RequestInit["body"],
+    headers: Record<string, string>,
+    path = "/verify",
+  ) => fetch(`${base}${path}`, { method: "POST", body, headers });
+
+  describe("Content-Encoding", () => {
+    test("a gzip body is 415 unsupported_content_encoding naming identity", async () => {
+      const response = await postVerify(gzipSync(BUNDLE), {
+        ...JSON_TYPE,
+        ...service.authHeaders,
+        "content-encoding": "gzip",
+      });
+      assert.equal(response.status, 415);
+      assert.equal(response.headers.get("content-type"), "application/json; charset=utf-8");
+      assert.equal(response.headers.get("accept-encoding"), "identity");
+      assert.deepEqual(await response.json(), {
+        error: "unsupported_content_encoding",
+        detail:
+          "Content-Encoding gzip is not accepted: send the body uncompressed (no Content-Encoding, or identity)",
+        supported: ["identity"],
+      });
+    });
+
+    test("every coding but identity is named; identity alone is read as usual", async () => {
+      const refused = await postVerify(BUNDLE, {
+        ...service.authHeaders,
+        "content-encoding": "identity, BR",
+      });
+      assert.equal(refused.status, 415);
+      const body = (await refused.json()) as { detail: string };
+      assert.match(body.detail, /^Content-Encoding br is not accepted/);
+
+      const plain = await postVerify(BUNDLE, {
+        ...service.authHeaders,
+        "content-encoding": "identity",
+      });
+      assert.equal(plain.status, 200);
+      assert.equal(((await plain.json()) as { verdict: string }).verdict, "TRUSTED");
+    });
+
+    test("the refusal comes before the body is read: a body never finished is answered", async () => {
+      const client = await RawClient.open(port);
+      try {
+        // 64 KiB announced, 2 bytes sent: an answer that waited for the body would never come.
+        client.send(
+          "POST /verify HTTP/1.1\r\nHost: receiptd.test\r\nContent-Type: application/json\r\n" +
+            `X-SVC-Key: ${service.key}\r\nContent-Encoding: gzip\r\nContent-Length: 65536\r\n\r\n{}`,
+        );
+        const [response] = await client.responsesArrived(1);
+        assert.equal(response?.status, 415);
+        assert.equal(response?.headers.connection, "close");
+        assert.equal((jsonOf(response) as { error: string }).error, "unsupported_content_encoding");
+        assert.equal(await client.closedWithin(), true);
+      } finally {
+        client.destroy();
+      }
+    });
+
+    test("credentials are checked first; a request without a body is not refused", async () => {
+      const anonymous = await postVerify(gzipSync(BUNDLE), { "content-encoding": "gzip" });
+      assert.equal(anonymous.status, 401);
+      assert.equal(((await anonymous.json()) as { error: string }).error, "missing_key");
+      const read = await fetch(`${base}/info`, { headers: { "content-encoding": "gzip" } });
+      assert.equal(read.status, 200);
+    });
+  });
+
+  describe("multipart bodies", () => {
+    test("curl -F (multipart/form-data) is 415 unsupported_media_type naming application/json", async () => {
+      const form = new FormData();
+      form.append("file", new Blob([BUNDLE], { type: "application/json" }), "bundle.json");
+      const response = await postVerify(form, service.authHeaders);
+      assert.equal(response.status, 415);
+      assert.deepEqual(await response.json(), {
+        error: "unsupported_media_type",
+        detail:
+          "multipart/form-data is not accepted: the body is the JSON document itself, sent as application/json (with curl: --data-binary @file.json -H 'Content-Type: application/json', not -F)",
+        supported: ["application/json"],
+      });
+    });
+
+    test("other labels stay accepted: the bytes are the document (curl -d, text/plain, none)", async () => {
+      for (const contentType of ["application/x-www-form-urlencoded", "text/plain", undefined]) {
+        const headers: Record<string, string> = { ...service.authHeaders };
+        if (contentType !== undefined) headers["content-type"] = contentType;
+        // fetch labels a Uint8Array body with no type of its own.
+        const response = await postVerify(new Uint8Array(BUNDLE), headers);
+        assert.equal(response.status, 200, String(contentType));
+        assert.equal(((await response.json()) as { verdict: string }).verdict, "TRUSTED");
+      }
+    });
+
+    test("POST /mcp refuses a multipart body the same way", async () => {
+      const form = new FormData();
+      form.append("rpc", '{"jsonrpc":"2.0","id":1,"method":"ping"}');
+      const response = await postVerify(form, { accept: "application/json" }, "/mcp");
+      assert.equal(response.status, 415);
+      const body = (await response.json()) as { error: string; supported: string[] };
+      assert.equal(body.error, "unsupported_media_type");
+      assert.deepEqual(body.supported, ["application/json"]);
+    });
+  });
+});
