@@ -1,6 +1,7 @@
 /**
  * What a client that sends a request in a slightly wrong form is told, over a real socket
- * (issue 37): a compressed or multipart body is refused 415 before it is read.
+ * (issue 37): a compressed or multipart body is refused 415 before it is read, and a key in
+ * the wrong place is `missing_key` with a detail saying what was found.
  */
 import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
@@ -12,6 +13,7 @@ import { startTestService, type TestService } from "../support/service.js";
 
 const BUNDLE = corpusBytes("vectors/01_happy_minimal.json");
 const JSON_TYPE = { "content-type": "application/json" };
+const MISSING_KEY_HINT = "send an API key as 'Authorization: Bearer svc_…' or 'X-SVC-Key: svc_…'";
 
 describe("request form over a socket", () => {
   let service: TestService;
@@ -125,6 +127,69 @@ describe("request form over a socket", () => {
       const body = (await response.json()) as { error: string; supported: string[] };
       assert.equal(body.error, "unsupported_media_type");
       assert.deepEqual(body.supported, ["application/json"]);
+    });
+  });
+
+  describe("missing_key says what it found", () => {
+    const key = () => service.key ?? "";
+
+    test("with no credential at all, the answer is the contract's {error, hint, docs}", async () => {
+      const response = await postVerify(BUNDLE, JSON_TYPE);
+      assert.equal(response.status, 401);
+      assert.equal(response.headers.get("www-authenticate"), 'Bearer realm="receiptd"');
+      assert.deepEqual(await response.json(), {
+        error: "missing_key",
+        hint: MISSING_KEY_HINT,
+        docs: "README.md#access-and-payments",
+      });
+    });
+
+    test("a key in Authorization without Bearer", async () => {
+      const response = await postVerify(BUNDLE, { ...JSON_TYPE, authorization: key() });
+      assert.equal(response.status, 401);
+      const text = await response.text();
+      assert.ok(!text.includes(key()), "the key is never said back");
+      assert.deepEqual(JSON.parse(text), {
+        error: "missing_key",
+        detail:
+          "the Authorization header holds a key without the 'Bearer' scheme; send it as 'Authorization: Bearer svc_…' or 'X-SVC-Key: svc_…'",
+        hint: MISSING_KEY_HINT,
+        docs: "README.md#access-and-payments",
+      });
+    });
+
+    test("another Authorization scheme is named", async () => {
+      const response = await postVerify(BUNDLE, { authorization: "Basic dXNlcjpwYXNz" });
+      assert.equal(response.status, 401);
+      const body = (await response.json()) as { detail: string };
+      assert.equal(
+        body.detail,
+        "the Authorization header's scheme is 'Basic', which this service does not read; send it as 'Authorization: Bearer svc_…' or 'X-SVC-Key: svc_…'",
+      );
+    });
+
+    test("a key in the query string (?key=, ?api_key=) is named, never read", async () => {
+      for (const name of ["key", "api_key"]) {
+        const response = await postVerify(BUNDLE, JSON_TYPE, `/verify?${name}=${key()}`);
+        assert.equal(response.status, 401, name);
+        const text = await response.text();
+        assert.ok(!text.includes(key()), "the key is never said back");
+        const body = JSON.parse(text) as { error: string; detail: string };
+        assert.equal(body.error, "missing_key");
+        assert.equal(
+          body.detail,
+          `the query string has '${name}', but keys are read only from headers, never from URLs (which end up in logs and browser histories); send it as 'Authorization: Bearer svc_…' or 'X-SVC-Key: svc_…'`,
+        );
+      }
+    });
+
+    test("a key sent properly alongside one in the query string is served", async () => {
+      const response = await postVerify(
+        BUNDLE,
+        { ...JSON_TYPE, ...service.authHeaders },
+        `/verify?key=${key()}`,
+      );
+      assert.equal(response.status, 200);
     });
   });
 });

@@ -364,7 +364,19 @@ async function verify({ call, key, main, revoked, clock }: Main): Promise<void> 
     authorization: `Bearer ${revoked}`,
   });
 
-  // A body in a form the service does not read (issue 37): told what is wrong, and how to send it.
+  // A request in a slightly wrong form (issue 37): told what is wrong, and how to send it.
+  await post(
+    "POST /verify: key in Authorization without Bearer → 401 missing_key, detail",
+    "/verify",
+    corpusCall(GOOD),
+    { authorization: main },
+  );
+  await post(
+    "POST /verify?api_key=<key> → 401 missing_key, detail",
+    `/verify?api_key=${main}`,
+    corpusCall(GOOD),
+    {},
+  );
   await post("POST /verify: Content-Encoding gzip → 415 unsupported_content_encoding", "/verify", {
     // gzip of `{}` (mtime 0): the bytes are never read.
     body: Buffer.from("1f8b0800000000000203abae050043bfa6a302000000", "hex"),
