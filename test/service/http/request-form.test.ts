@@ -1,7 +1,8 @@
 /**
  * What a client that sends a request in a slightly wrong form is told, over a real socket
- * (issue 37): a compressed or multipart body is refused 415 before it is read, and a key in
- * the wrong place is `missing_key` with a detail saying what was found.
+ * (issue 37): a compressed or multipart body is refused 415 before it is read, a key in the
+ * wrong place is `missing_key` with a detail saying what was found, and a mistyped path is a
+ * 404 that names the nearest known path and links /openapi.json.
  */
 import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
@@ -190,6 +191,54 @@ describe("request form over a socket", () => {
         `/verify?key=${key()}`,
       );
       assert.equal(response.status, 200);
+    });
+  });
+
+  describe("a mistyped path", () => {
+    test("/verifyy is a 404 naming POST /verify and linking /openapi.json", async () => {
+      const response = await postVerify(
+        BUNDLE,
+        { ...JSON_TYPE, ...service.authHeaders },
+        "/verifyy",
+      );
+      assert.equal(response.status, 404);
+      assert.equal(response.headers.get("content-type"), "application/json; charset=utf-8");
+      assert.deepEqual(await response.json(), {
+        error: "not_found",
+        detail:
+          "no route has this path; did you mean POST /verify? Every path and method is listed in /openapi.json",
+        did_you_mean: "/verify",
+        docs: "/openapi.json",
+      });
+    });
+
+    test("a path parameter keeps its place: /revocation/<did> → /revocations/{issuer}", async () => {
+      const response = await fetch(
+        `${base}/revocation/did:key:z6MkfvFqL6qMAgXLopHUAKn1E4Mwf2HLwSrP6eTcu5vnfZZK`,
+      );
+      assert.equal(response.status, 404);
+      const body = (await response.json()) as { did_you_mean: string };
+      assert.equal(body.did_you_mean, "/revocations/{issuer}");
+      const document = (await (await fetch(`${base}/openapi.json`)).json()) as {
+        paths: Record<string, unknown>;
+      };
+      assert.ok(Object.hasOwn(document.paths, body.did_you_mean));
+    });
+
+    test("nothing near: no suggestion, still the link", async () => {
+      const response = await fetch(`${base}/nothing-like-any-route`);
+      assert.equal(response.status, 404);
+      assert.deepEqual(await response.json(), {
+        error: "not_found",
+        detail: "no route has this path; every path and method is listed in /openapi.json",
+        docs: "/openapi.json",
+      });
+    });
+
+    test("a known path asked with another method is still 405 with Allow", async () => {
+      const response = await fetch(`${base}/verify`);
+      assert.equal(response.status, 405);
+      assert.equal(response.headers.get("allow"), "POST");
     });
   });
 });

@@ -226,6 +226,12 @@ async function metadata({ call }: Main): Promise<void> {
   await call({ name: "HEAD /mcp/server-card", method: "HEAD", url: "/mcp/server-card" });
 
   await call({ name: "GET an unknown path → 404", method: "GET", url: "/no-such-route" });
+  await call({
+    name: "POST a mistyped path (/verifyy) → 404 naming /verify",
+    method: "POST",
+    url: "/verifyy",
+    body: "{}",
+  });
   await call({ name: "GET /verify (POST only) → 405, Allow: POST", method: "GET", url: "/verify" });
   await call({ name: "PUT /verify → 405", method: "PUT", url: "/verify", body: "{}" });
   await call({ name: "OPTIONS /verify (CORS off) → 405", method: "OPTIONS", url: "/verify" });

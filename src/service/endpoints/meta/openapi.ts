@@ -188,7 +188,7 @@ function componentSchemas() {
       properties: {
         ...errorBody.properties,
         error: { $ref: "#/components/schemas/ErrorCode" },
-        // A member of refusals no route answers itself (http/body-form.ts).
+        // Members of refusals no route answers itself: the body parser's and the 404's.
         supported: {
           type: "array",
           items: { type: "string" },
@@ -196,6 +196,12 @@ function componentSchemas() {
             "what the service reads instead: the content codings (`unsupported_content_encoding`: " +
             "`identity`) or the media type (`unsupported_media_type` of a multipart body: " +
             "`application/json`)",
+        },
+        did_you_mean: {
+          type: "string",
+          description:
+            "`not_found` of a path no route has: the known path nearest to it, written as in " +
+            "`paths`, when one is a few edits away (`docs` then names this document)",
         },
       },
     },
