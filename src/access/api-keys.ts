@@ -183,6 +183,65 @@ export function presentedKey(headers: {
   return found.size === 0 ? null : [...found].join(", ");
 }
 
+/** Query parameters a client may have put its key in (none is read: URLs end up in logs). */
+const KEY_QUERY_PARAMETERS = new Set([
+  "key",
+  "api_key",
+  "apikey",
+  "api-key",
+  "svc_key",
+  "x-svc-key",
+  "x_svc_key",
+  "access_token",
+  "token",
+]);
+/** A query parameter's name that may be said back: short, and nothing that needs escaping. */
+const PLAIN_NAME = /^[A-Za-z0-9_.-]{1,32}$/;
+/** An HTTP auth-scheme token (RFC 9110 §11.1), short enough to say back. */
+const AUTH_SCHEME = /^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]{0,31})(?:[ \t]|$)/;
+const HOW_TO_SEND = "send it as 'Authorization: Bearer svc_…' or 'X-SVC-Key: svc_…'";
+
+/**
+ * For a request that presents no key (`presentedKey` is null): what it brought in a key's
+ * place, said back in `missing_key`'s detail with how to send it instead, or null when it
+ * brought nothing that looks like one. Never says back a key or a header's value: only the
+ * scheme of an `Authorization` header and the name of a query parameter.
+ */
+export function misplacedKeyDetail(
+  authorization: string | string[] | undefined,
+  url: string,
+): string | null {
+  const found: string[] = [];
+  const header = joined(authorization)?.trim();
+  if (header !== undefined && header !== "") {
+    const scheme = AUTH_SCHEME.exec(header)?.[1];
+    if (header.startsWith(KEY_PREFIX)) {
+      found.push("the Authorization header holds a key without the 'Bearer' scheme");
+    } else if (scheme !== undefined) {
+      found.push(
+        `the Authorization header's scheme is '${scheme}', which this service does not read`,
+      );
+    } else {
+      found.push("the Authorization header is not 'Bearer <key>'");
+    }
+  }
+  const query = url.indexOf("?");
+  if (query >= 0) {
+    const names = new Set<string>();
+    for (const [name, value] of new URLSearchParams(url.slice(query + 1))) {
+      if (KEY_QUERY_PARAMETERS.has(name.toLowerCase()) || value.startsWith(KEY_PREFIX)) {
+        names.add(PLAIN_NAME.test(name) ? `'${name}'` : "a parameter holding a key");
+      }
+    }
+    if (names.size > 0) {
+      found.push(
+        `the query string has ${[...names].join(", ")}, but keys are read only from headers, never from URLs (which end up in logs and browser histories)`,
+      );
+    }
+  }
+  return found.length === 0 ? null : `${found.join("; ")}; ${HOW_TO_SEND}`;
+}
+
 function joined(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(", ") : value;
 }

@@ -4,6 +4,11 @@
  *
  * At most 1 MiB + 1 bytes are ever read from a source: one byte past the limit is enough to
  * know the document is too large, and a hostile source cannot make us buffer more.
+ *
+ * A URL that answers the service contract's `404 {"error":"no_document"}` (service.md §3: the
+ * issuer has no revocation document, e.g. it never rotated) is an empty list: the service has
+ * said, with authority, that nothing is revoked. Every other failure, a network error, a 5xx,
+ * or any other 404, is `revocations_unreachable`, as in the reference (docs/cli.md).
  */
 import { createReadStream } from "node:fs";
 import type { JsonValue } from "../verifier/json/value.js";
@@ -27,6 +32,8 @@ const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 /** Python's urllib follows up to 10 redirects. */
 const MAX_REDIRECTS = 10;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+/** `{"error":"no_document"}` is 24 bytes; a 404 body longer than this is someone else's page. */
+const NO_DOCUMENT_READ_LIMIT = 1024;
 
 function errorText(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
@@ -77,7 +84,24 @@ function permittedUrl(location: string, base?: URL): URL {
   return url;
 }
 
-async function fetchSource(source: string, timeoutMs: number): Promise<Uint8Array> {
+/** Whether a 404's body is the service contract's `{"error":"no_document"}`. */
+function isNoDocumentAnswer(body: Uint8Array): boolean {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
+  } catch {
+    return false;
+  }
+  return (
+    typeof answer === "object" &&
+    answer !== null &&
+    !Array.isArray(answer) &&
+    (answer as Record<string, unknown>).error === "no_document"
+  );
+}
+
+/** The document's bytes, or null when the service answers that the issuer has none. */
+async function fetchSource(source: string, timeoutMs: number): Promise<Uint8Array | null> {
   let url = permittedUrl(source);
   const signal = AbortSignal.timeout(timeoutMs);
   const failure = (error: unknown): RevocationLoadError =>
@@ -97,6 +121,18 @@ async function fetchSource(source: string, timeoutMs: number): Promise<Uint8Arra
       if (redirects === MAX_REDIRECTS) throw unreachable(`${source}: too many redirects`);
       url = permittedUrl(location, url);
       continue;
+    }
+    if (response.status === 404 && response.body !== null) {
+      let body: Uint8Array;
+      try {
+        body = await readAtMost(response.body, NO_DOCUMENT_READ_LIMIT + 1);
+      } catch (error) {
+        throw failure(error);
+      } finally {
+        await response.body.cancel().catch(() => {});
+      }
+      if (body.length <= NO_DOCUMENT_READ_LIMIT && isNoDocumentAnswer(body)) return null;
+      throw unreachable(`${url.href} answered HTTP 404`);
     }
     if (!response.ok) {
       await response.body?.cancel();
@@ -126,6 +162,7 @@ export async function loadRevocationStatements(
   const bytes = isUrl(source)
     ? await fetchSource(source, options.timeoutMs ?? REVOCATION_FETCH_TIMEOUT_MS)
     : await readFileSource(source);
+  if (bytes === null) return [];
   try {
     return parseRevocationDocument(bytes);
   } catch (error) {

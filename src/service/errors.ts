@@ -130,6 +130,8 @@ export const ERROR_STATUS = {
   cost_exceeds_limit: 413,
   ciphertext_too_large: 413,
   unsupported_media_type: 415,
+  // A request body with a Content-Encoding other than identity (http/body-form.ts).
+  unsupported_content_encoding: 415,
   expectation_failed: 417,
   bundle_not_canonicalizable: 422,
   task_hash_unbound: 422,

@@ -27,6 +27,7 @@ export const PLATFORM = {
   cors: "receiptd-cors",
   access: "receiptd-access",
   idempotency: "receiptd-idempotency",
+  bodyForm: "receiptd-body-form",
   bodyAdmission: "receiptd-body-admission",
   schemas: "receiptd-schemas",
   openApiCollector: "receiptd-openapi-collector",

@@ -10,6 +10,7 @@ import {
   KeyNameTakenError,
   KeyOptionError,
   KeyStore,
+  misplacedKeyDetail,
   presentedKey,
 } from "../../src/access/api-keys.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
@@ -291,5 +292,42 @@ describe("presentedKey", () => {
       `${key}, ${other}`,
     );
     assert.equal(presentedKey({ "x-svc-key": [key, other] }), `${key}, ${other}`);
+  });
+});
+
+describe("misplacedKeyDetail", () => {
+  const key = `svc_${"3".repeat(48)}`;
+  const HOW = "send it as 'Authorization: Bearer svc_…' or 'X-SVC-Key: svc_…'";
+
+  test("nothing that looks like a key: null", () => {
+    assert.equal(misplacedKeyDetail(undefined, "/verify"), null);
+    assert.equal(misplacedKeyDetail(undefined, "/verify?receipt=1&cache=1"), null);
+    assert.equal(misplacedKeyDetail("", "/verify?"), null);
+  });
+
+  test("Authorization: a key without Bearer, another scheme, something else", () => {
+    assert.equal(
+      misplacedKeyDetail(key, "/verify"),
+      `the Authorization header holds a key without the 'Bearer' scheme; ${HOW}`,
+    );
+    assert.equal(
+      misplacedKeyDetail(`Token ${key}`, "/verify"),
+      `the Authorization header's scheme is 'Token', which this service does not read; ${HOW}`,
+    );
+    assert.equal(
+      misplacedKeyDetail(`"${key}"`, "/verify"),
+      `the Authorization header is not 'Bearer <key>'; ${HOW}`,
+    );
+  });
+
+  test("the query string: parameters by name (any case) or by a svc_ value, never the key", () => {
+    const detail = misplacedKeyDetail(undefined, `/verify?API_KEY=x&k=${key}&%3C%3E=${key}`);
+    assert.equal(
+      detail,
+      `the query string has 'API_KEY', 'k', a parameter holding a key, but keys are read only from headers, never from URLs (which end up in logs and browser histories); ${HOW}`,
+    );
+    const both = misplacedKeyDetail(key, `/verify?token=${key}`) ?? "";
+    assert.ok(!both.includes(key));
+    assert.match(both, /^the Authorization header holds .*; the query string has 'token'/);
   });
 });

@@ -1,13 +1,15 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, describe, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { sha256Digest } from "../../src/verifier/crypto/digest.js";
 import { dumpJson } from "../../src/verifier/json/dump.js";
 import { parseJson } from "../../src/verifier/json/parse.js";
+import { startTestService, type TestService } from "../service/support/service.js";
 
 const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
 const cliPath = fileURLToPath(
@@ -192,5 +194,74 @@ describe("continuity-receipt-verify-receipt", () => {
     const run = runCli([vector("01_valid.json"), "--digest"], link);
     assert.equal(run.status, 0, run.stderr);
     assert.equal(run.stdout, `${VALID_DIGEST}\n`);
+  });
+});
+
+/** The child is spawned asynchronously: the service it asks lives in this process. */
+async function runCliAsync(args: string[]): Promise<Run> {
+  const child = promisify(execFile)(process.execPath, ["--import", "tsx", cliPath, ...args], {
+    cwd: repoRoot,
+    encoding: "utf8",
+  });
+  try {
+    const { stdout, stderr } = await child;
+    return { status: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout: string; stderr: string };
+    return { status: failed.code ?? null, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+describe("continuity-receipt-verify-receipt --revocations <service>/revocations/<did> (real HTTP)", () => {
+  /** The issuer of the corpus's verification receipts. */
+  const ISSUER = "did:key:z6MkfvFqL6qMAgXLopHUAKn1E4Mwf2HLwSrP6eTcu5vnfZZK";
+  let service: TestService;
+  let base: string;
+  before(async () => {
+    service = await startTestService({}, { anonymous: true });
+    base = await service.app.listen({ port: 0, host: "127.0.0.1" });
+  });
+  after(() => service.close());
+
+  test("an issuer that never rotated: 404 no_document is an empty list, the receipt valid", async () => {
+    const answer = await fetch(`${base}/revocations/${ISSUER}`);
+    assert.equal(answer.status, 404);
+    assert.deepEqual(await answer.json(), { error: "no_document" });
+    const run = await runCliAsync([
+      vector("01_valid.json"),
+      "--bundle",
+      vector("bundle.json"),
+      "--revocations",
+      `${base}/revocations/${ISSUER}`,
+    ]);
+    assert.equal(run.status, 0, run.stderr);
+    assertJsonOutput(run, expectedOutput("01_valid.json"));
+  });
+
+  test("once the service holds the issuer's document, the revocation is seen", async () => {
+    const store = service.app.documentStore;
+    const current = await store.get("revocations", ISSUER);
+    const document = readFileSync(vector("12_revoked_issuer.revocations.json"));
+    assert.ok(await store.replace("revocations", ISSUER, current, document));
+    const run = await runCliAsync([
+      vector("12_revoked_issuer.json"),
+      "--bundle",
+      vector("bundle.json"),
+      "--revocations",
+      `${base}/revocations/${ISSUER}`,
+    ]);
+    assert.equal(run.status, 1, run.stderr);
+    assertJsonOutput(run, expectedOutput("12_revoked_issuer.json"));
+  });
+
+  test("a 404 that is not the service's no_document stays unreachable", async () => {
+    const run = await runCliAsync([
+      vector("01_valid.json"),
+      "--revocations",
+      `${base}/revocation/${ISSUER}`,
+    ]);
+    assert.equal(run.status, 1);
+    assertJsonOutput(run, '{"valid":false,"errors":["revocations_unreachable"]}');
+    assert.match(run.stderr, /answered HTTP 404/);
   });
 });

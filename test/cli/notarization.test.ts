@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -21,6 +22,11 @@ import { canonicalText } from "../../src/verifier/json/canonical.js";
 import { dumpCompact } from "../../src/verifier/json/dump.js";
 import { parseJson } from "../../src/verifier/json/parse.js";
 import type { JsonObject } from "../../src/verifier/json/value.js";
+import {
+  buildRevocationDocument,
+  signRevocationStatement,
+} from "../../src/verifier/revocations/document.js";
+import { startTestService, type TestService } from "../service/support/service.js";
 
 const RECEIPTD = fileURLToPath(new URL("../../src/cli/receiptd.ts", import.meta.url));
 const signer = signerFromSeed(new Uint8Array(32).fill(11));
@@ -224,5 +230,82 @@ describe("receiptd notarization verify", () => {
     );
     assert.equal(child.status, 0, child.stderr);
     assert.equal(JSON.parse(child.stdout).valid, true);
+  });
+});
+
+describe("receiptd notarization verify --revocations <service>/revocations/<did> (real HTTP)", () => {
+  let service: TestService;
+  let base: string;
+  let workDir: string;
+  before(async () => {
+    workDir = await mkdtemp(join(tmpdir(), "cli-notarization-revocations-"));
+    service = await startTestService({}, { anonymous: true });
+    base = await service.app.listen({ port: 0, host: "127.0.0.1" });
+  });
+  after(async () => {
+    await service.close();
+    await rm(workDir, { recursive: true, force: true });
+  });
+
+  async function statementPath(by: Ed25519Signer, name: string): Promise<string> {
+    const path = join(workDir, name);
+    await writeFile(path, canonicalText(notarize(by).statement));
+    return path;
+  }
+
+  test("an issuer that never rotated: the service's 404 no_document is an empty list", async () => {
+    const answer = await fetch(`${base}/revocations/${signer.did}`);
+    assert.equal(answer.status, 404);
+    assert.deepEqual(await answer.json(), { error: "no_document" });
+    const path = await statementPath(signer, "never-rotated.json");
+    const outcome = await run([
+      "verify",
+      path,
+      "--key",
+      signer.did,
+      "--revocations",
+      `${base}/revocations/${signer.did}`,
+    ]);
+    assert.equal(outcome.code, 0, outcome.stderr);
+    assert.equal(outcome.result?.valid, true);
+    assert.equal(outcome.stderr, "");
+  });
+
+  test("an issuer with a served document is checked against it", async () => {
+    const revoked = signerFromSeed(new Uint8Array(32).fill(13));
+    const document = buildRevocationDocument([
+      signRevocationStatement(revoked, { revokedAt: "2026-11-01T00:00:00Z", reason: "test" }),
+    ]);
+    const store = service.app.documentStore;
+    const current = await store.get("revocations", revoked.did);
+    assert.ok(
+      await store.replace("revocations", revoked.did, current, Buffer.from(dumpCompact(document))),
+    );
+    const outcome = await run([
+      "verify",
+      await statementPath(revoked, "revoked.json"),
+      "--key",
+      revoked.did,
+      "--revocations",
+      `${base}/revocations/${revoked.did}`,
+    ]);
+    assert.equal(outcome.code, 1);
+    assert.deepEqual(outcome.result?.errors, ["key_revoked"]);
+  });
+
+  test("a path the service does not serve, or no service, is still unreachable", async () => {
+    const path = await statementPath(signer, "unreachable.json");
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    for (const source of [
+      `${base}/revocationz/${signer.did}`,
+      `http://127.0.0.1:${closedPort}/revocations/${signer.did}`,
+    ]) {
+      const outcome = await run(["verify", path, "--key", signer.did, "--revocations", source]);
+      assert.equal(outcome.code, 1, source);
+      assert.deepEqual(outcome.result, { valid: false, errors: ["revocations_unreachable"] });
+    }
   });
 });

@@ -320,6 +320,7 @@ describe("loadRevocationStatements from files", () => {
 });
 
 describe("loadRevocationStatements from URLs", () => {
+  const JSON_TYPE = { "content-type": "application/json; charset=utf-8" };
   const openResponses = new Set<ServerResponse>();
   let endlessBodyClosed: Promise<void> = Promise.resolve();
   const server = createServer((request, response) => {
@@ -352,6 +353,27 @@ describe("loadRevocationStatements from URLs", () => {
       case "/redirect-insecure":
         response.writeHead(302, { location: "http://192.0.2.1/revocations.json" }).end();
         return;
+      case "/no-document":
+        response.writeHead(404, JSON_TYPE).end('{"error":"no_document"}');
+        return;
+      case "/redirect-no-document":
+        response.writeHead(302, { location: "/no-document" }).end();
+        return;
+      case "/other-404":
+        response.writeHead(404, JSON_TYPE).end('{"error":"anchor_not_found"}');
+        return;
+      case "/padded-no-document":
+        response.writeHead(404, JSON_TYPE).end(`{"error":"no_document"}${" ".repeat(2048)}`);
+        return;
+      case "/no-document-list":
+        response.writeHead(404, JSON_TYPE).end('[{"error":"no_document"}]');
+        return;
+      case "/500-no-document":
+        response.writeHead(500, JSON_TYPE).end('{"error":"no_document"}');
+        return;
+      case "/503":
+        response.writeHead(503, JSON_TYPE).end('{"error":"store_unavailable"}');
+        return;
       default:
         response.writeHead(404).end("not found");
     }
@@ -380,6 +402,33 @@ describe("loadRevocationStatements from URLs", () => {
     await assert.rejects(
       loadRevocationStatements(`${base}/missing`),
       loadFailure("revocations_unreachable", /HTTP 404/),
+    );
+  });
+
+  test("the service's 404 no_document is an empty list, after a redirect too", async () => {
+    assert.deepEqual(await loadRevocationStatements(`${base}/no-document`), []);
+    assert.deepEqual(await loadRevocationStatements(`${base}/redirect-no-document`), []);
+    assert.deepEqual(
+      await loadAndMergeRevocations([`${base}/no-document`, `${base}/good`]),
+      await loadRevocationStatements(`${base}/good`),
+    );
+  });
+
+  test("any other 404, or no_document with another status, is unreachable", async () => {
+    for (const path of ["/other-404", "/padded-no-document", "/no-document-list"]) {
+      await assert.rejects(
+        loadRevocationStatements(`${base}${path}`),
+        loadFailure("revocations_unreachable", /answered HTTP 404$/),
+        path,
+      );
+    }
+    await assert.rejects(
+      loadRevocationStatements(`${base}/500-no-document`),
+      loadFailure("revocations_unreachable", /answered HTTP 500$/),
+    );
+    await assert.rejects(
+      loadRevocationStatements(`${base}/503`),
+      loadFailure("revocations_unreachable", /answered HTTP 503$/),
     );
   });
 

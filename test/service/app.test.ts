@@ -44,19 +44,33 @@ describe("service basics", () => {
     assert.deepEqual(info.crypto, { ed25519: "libsodium" });
   });
 
-  test("unknown paths → 404 not_found", async () => {
+  test("unknown paths → 404 not_found, linking /openapi.json", async () => {
     for (const [method, url] of [
       ["GET", "/nothing-here?x=1"],
       ["POST", "/nothing-here"],
       ["GET", "/verify/more"],
-      // The path is a route's, the method too: the route itself found nothing.
-      ["GET", "/assets/no-such-asset.js"],
     ] as const) {
       const response = await service.app.inject({ method, url });
       assert.equal(response.statusCode, 404, `${method} ${url}`);
       assert.equal(response.headers["content-type"], JSON_TYPE);
-      assert.deepEqual(response.json(), { error: "not_found" });
+      assert.deepEqual(response.json(), {
+        error: "not_found",
+        detail: "no route has this path; every path and method is listed in /openapi.json",
+        docs: "/openapi.json",
+      });
     }
+    // Close to a known path: named (test/service/http/request-form.test.ts says more).
+    const typo = await service.app.inject({ method: "GET", url: "/helth" });
+    assert.equal(typo.statusCode, 404);
+    assert.equal(typo.json().did_you_mean, "/health");
+  });
+
+  test("a route that finds nothing → the plain 404 not_found", async () => {
+    // The path is a route's, the method too: the route itself found nothing.
+    const response = await service.app.inject({ method: "GET", url: "/assets/no-such-asset.js" });
+    assert.equal(response.statusCode, 404);
+    assert.equal(response.headers["content-type"], JSON_TYPE);
+    assert.deepEqual(response.json(), { error: "not_found" });
   });
 
   test("a known path asked with another method → 405 method_not_allowed with Allow", async () => {

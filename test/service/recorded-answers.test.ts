@@ -130,6 +130,7 @@ const EXPECTED_ERRORS = [
   "tenant_forbidden",
   "unknown_member",
   "unsupported_cipher",
+  "unsupported_content_encoding",
   "unsupported_media_type",
   "unsupported_spec",
 ];

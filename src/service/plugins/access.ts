@@ -20,7 +20,12 @@ import {
   ANONYMOUS_NETWORK_BUCKET_PREFIX,
   consumeAnonymous,
 } from "../../access/anonymous-cap.js";
-import { dailyCapOf, type KeyStore, presentedKey } from "../../access/api-keys.js";
+import {
+  dailyCapOf,
+  type KeyStore,
+  misplacedKeyDetail,
+  presentedKey,
+} from "../../access/api-keys.js";
 import type { AuditLog } from "../../access/audit.js";
 import {
   type CapCharge,
@@ -200,10 +205,19 @@ function policyOf(bucket: string): RateLimitPolicy {
   return capBucketOf(bucket as Principal);
 }
 
-function missingKey(): AccessRefusal {
+/**
+ * No key where keys are read. When `request` brought one elsewhere (an `Authorization` header
+ * without `Bearer`, a query parameter), `detail` says what was found and how to send it; the
+ * plain answer, for a request with nothing of the kind, stays service.md §9's
+ * `{"error","hint","docs"}`.
+ */
+function missingKey(request?: FastifyRequest): AccessRefusal {
+  const detail =
+    request === undefined ? null : misplacedKeyDetail(request.headers.authorization, request.url);
   return accessRefusal(
     "missing_key",
     {
+      ...(detail === null ? {} : { detail }),
       hint: "send an API key as 'Authorization: Bearer svc_…' or 'X-SVC-Key: svc_…'",
       docs: DOCS,
     },
@@ -264,7 +278,10 @@ export function keyedAccess(request: FastifyRequest): AccessDecision {
   if (kind === "key" || kind === "pass" || kind === "payment") return { granted: true };
   const route = request.routeOptions.url ?? "/";
   const gate = request.server.accessServices.payments;
-  return { granted: false, refusal: gate === null ? missingKey() : gate.challenge(route, "call") };
+  return {
+    granted: false,
+    refusal: gate === null ? missingKey(request) : gate.challenge(route, "call"),
+  };
 }
 
 export function markKeyedWorkDone(request: FastifyRequest, call: SettlementCall): void {
@@ -513,7 +530,10 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     }
 
     if (access === "keyed" || access === "leased") {
-      return send(reply, gate === null ? missingKey() : gate.challenge(route, saleOf(access)));
+      return send(
+        reply,
+        gate === null ? missingKey(request) : gate.challenge(route, saleOf(access)),
+      );
     }
     // keyless, and mixed before the route knows whether keyed work is asked for.
     const refusal = await chargeAnonymous(request, reply);

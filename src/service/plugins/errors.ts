@@ -9,7 +9,15 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fastifyPlugin from "fastify-plugin";
 import { unitsForRunTime } from "../cost.js";
 import { WorkLimitExceededError } from "../cpu-pool.js";
-import { CHARGED_REFUSALS, ERROR_STATUS, type ErrorCode, ServiceError } from "../errors.js";
+import {
+  CHARGED_REFUSALS,
+  ERROR_STATUS,
+  type ErrorCode,
+  errorAnswer,
+  ServiceError,
+  sendAnswer,
+} from "../errors.js";
+import { documentPath, RouteList } from "../http/nearest-route.js";
 import { escapedRefusal, withRetryAfter } from "../library-errors.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 import { chargeUnits, chargeWorkDone } from "../work-charged.js";
@@ -101,16 +109,54 @@ class RouteMethods {
   }
 }
 
+/** Where every path and method is listed; `not_found` links it. */
+const API_DOCUMENT = "/openapi.json";
+
+/**
+ * A path no route has: `404 not_found`, with the nearest known path when one is a few edits
+ * away (`did_you_mean`, written as /openapi.json writes paths) and the methods it answers,
+ * and a link to the document that lists them all (issue 37).
+ */
+function notFound(reply: FastifyReply, path: string, routes: RouteMethods, known: RouteList) {
+  const nearest = known.nearest(path);
+  if (nearest === null) {
+    return sendAnswer(
+      reply,
+      errorAnswer("not_found", {
+        detail: `no route has this path; every path and method is listed in ${API_DOCUMENT}`,
+        docs: API_DOCUMENT,
+      }),
+    );
+  }
+  const methods = routes
+    .allowed(nearest.replace(/:[A-Za-z0-9_]+/g, "x"))
+    .filter((method) => method !== "HEAD" && method !== "OPTIONS");
+  const suggestion = documentPath(nearest);
+  const asked = methods.length > 0 ? `${methods.join("/")} ${suggestion}` : suggestion;
+  return sendAnswer(
+    reply,
+    errorAnswer("not_found", {
+      detail: `no route has this path; did you mean ${asked}? Every path and method is listed in ${API_DOCUMENT}`,
+      did_you_mean: suggestion,
+      docs: API_DOCUMENT,
+    }),
+  );
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
   const routes = new RouteMethods();
-  app.addHook("onRoute", (route) => routes.add(route.url, route.method));
+  const known = new RouteList();
+  app.addHook("onRoute", (route) => {
+    routes.add(route.url, route.method);
+    known.add(route.url);
+  });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => {
-    const allowed = routes.allowed(request.url.split("?")[0] ?? "");
+    const path = request.url.split("?")[0] ?? "";
+    const allowed = routes.allowed(path);
+    if (allowed.length === 0) return notFound(reply, path, routes, known);
     // A route that answers the method may still find nothing (`reply.callNotFound()`).
-    if (allowed.length === 0 || allowed.includes(request.method)) {
-      return refuse(reply, new ServiceError("not_found"));
-    }
+    if (allowed.includes(request.method)) return refuse(reply, new ServiceError("not_found"));
     const allow = allowed.join(", ");
     return refuse(
       reply.header("allow", allow),

@@ -9,6 +9,7 @@ import fastifyPlugin from "fastify-plugin";
 import { RedisOutages } from "../../redis/outages.js";
 import type { ServiceConfig } from "../config.js";
 import { bodyAdmission, rawBodyParser } from "../http/body-admission.js";
+import { bodyForm } from "../http/body-form.js";
 import { type ConnectionGuard, connectionHooks } from "../http/connections.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 import { accessControl } from "./access.js";
@@ -67,6 +68,7 @@ export const platform = fastifyPlugin<PlatformOptions>(
     app.register(corsPlugin);
     app.register(accessControl);
     app.register(idempotency);
+    app.register(bodyForm);
     app.register(bodyAdmission);
     app.register(schemaValidation);
   },

@@ -226,6 +226,12 @@ async function metadata({ call }: Main): Promise<void> {
   await call({ name: "HEAD /mcp/server-card", method: "HEAD", url: "/mcp/server-card" });
 
   await call({ name: "GET an unknown path → 404", method: "GET", url: "/no-such-route" });
+  await call({
+    name: "POST a mistyped path (/verifyy) → 404 naming /verify",
+    method: "POST",
+    url: "/verifyy",
+    body: "{}",
+  });
   await call({ name: "GET /verify (POST only) → 405, Allow: POST", method: "GET", url: "/verify" });
   await call({ name: "PUT /verify → 405", method: "PUT", url: "/verify", body: "{}" });
   await call({ name: "OPTIONS /verify (CORS off) → 405", method: "OPTIONS", url: "/verify" });
@@ -363,6 +369,37 @@ async function verify({ call, key, main, revoked, clock }: Main): Promise<void> 
   await post("POST /verify: revoked key → 401 invalid_key", "/verify", corpusCall(GOOD), {
     authorization: `Bearer ${revoked}`,
   });
+
+  // A request in a slightly wrong form (issue 37): told what is wrong, and how to send it.
+  await post(
+    "POST /verify: key in Authorization without Bearer → 401 missing_key, detail",
+    "/verify",
+    corpusCall(GOOD),
+    { authorization: main },
+  );
+  await post(
+    "POST /verify?api_key=<key> → 401 missing_key, detail",
+    `/verify?api_key=${main}`,
+    corpusCall(GOOD),
+    {},
+  );
+  await post("POST /verify: Content-Encoding gzip → 415 unsupported_content_encoding", "/verify", {
+    // gzip of `{}` (mtime 0): the bytes are never read.
+    body: Buffer.from("1f8b0800000000000203abae050043bfa6a302000000", "hex"),
+    headers: { ...JSON_TYPE, ...key, "content-encoding": "gzip" },
+  });
+  const boundary = "------------------------recordedboundary";
+  await post(
+    "POST /verify: multipart/form-data (curl -F) → 415 unsupported_media_type",
+    "/verify",
+    {
+      body:
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="bundle.json"\r\n` +
+        `Content-Type: application/json\r\n\r\n${good}\r\n--${boundary}--\r\n`,
+      bodyLabel: `multipart/form-data: one part, corpus ${GOOD}`,
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}`, ...key },
+    },
+  );
 }
 
 async function verifyReceipt({ call, key }: Main): Promise<void> {

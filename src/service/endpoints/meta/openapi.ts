@@ -154,8 +154,17 @@ function derivedCodes(facts: RouteFacts, payments: boolean): ErrorCode[] {
     }
   }
   if (access === "internal") codes.push("internal_token_required", "loopback_only");
-  if (facts.hasBody)
-    codes.push("invalid_json", "body_too_large", "overloaded", "work_limit_exceeded");
+  if (facts.hasBody) {
+    codes.push(
+      "invalid_json",
+      "body_too_large",
+      // http/body-form.ts: a compressed or multipart body, refused before it is read.
+      "unsupported_media_type",
+      "unsupported_content_encoding",
+      "overloaded",
+      "work_limit_exceeded",
+    );
+  }
   // Any request but a health check, while the process holds its memory budget.
   if (!uncounted) codes.push("memory_budget_exceeded");
   return codes;
@@ -179,6 +188,21 @@ function componentSchemas() {
       properties: {
         ...errorBody.properties,
         error: { $ref: "#/components/schemas/ErrorCode" },
+        // Members of refusals no route answers itself: the body parser's and the 404's.
+        supported: {
+          type: "array",
+          items: { type: "string" },
+          description:
+            "what the service reads instead: the content codings (`unsupported_content_encoding`: " +
+            "`identity`) or the media type (`unsupported_media_type` of a multipart body: " +
+            "`application/json`)",
+        },
+        did_you_mean: {
+          type: "string",
+          description:
+            "`not_found` of a path no route has: the known path nearest to it, written as in " +
+            "`paths`, when one is a few edits away (`docs` then names this document)",
+        },
       },
     },
     PaymentChallenge: {
@@ -206,6 +230,13 @@ const RESPONSE_HEADERS: Record<number, Record<string, object>> = {
   402: {
     "PAYMENT-REQUIRED": {
       description: "the x402 v2 challenge: base64 JSON of the payment requirements",
+      schema: { type: "string" },
+    },
+  },
+  415: {
+    "Accept-Encoding": {
+      description:
+        "with `unsupported_content_encoding`: the content codings a request body may carry (`identity`)",
       schema: { type: "string" },
     },
   },

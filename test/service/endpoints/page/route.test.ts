@@ -132,7 +132,8 @@ describe("the verification page", () => {
     ]) {
       const response = await service.app.inject({ method: "GET", url });
       assert.equal(response.statusCode, 404, url);
-      assert.deepEqual(response.json(), { error: "not_found" }, url);
+      // A file the asset route does not have, or a path no route has (linking /openapi.json).
+      assert.equal(response.json().error, "not_found", url);
     }
   });
 
@@ -174,7 +175,7 @@ describe("the verification page", () => {
       for (const url of ["/", ...assets(html).map((asset) => asset.src)]) {
         const response = await off.app.inject({ method: "GET", url });
         assert.equal(response.statusCode, 404, url);
-        assert.deepEqual(response.json(), { error: "not_found" }, url);
+        assert.equal(response.json().error, "not_found", url);
         assert.equal(response.headers["content-security-policy"], undefined, url);
       }
       assert.equal((await off.app.inject({ method: "GET", url: "/info" })).statusCode, 200);
