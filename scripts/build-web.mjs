@@ -4,7 +4,8 @@
 //   dist/web/index.html               references the assets by name, with SRI hashes
 //   dist/web/assets/app-<hash>.js     the page and the verifier (src/verifier), minified
 //   dist/web/assets/worker-<hash>.js  the Bundle tab's Web Worker: the verifier again, and
-//                                     the chain model (the page's script names it)
+//                                     the chain model (the page's script names it, with
+//                                     its SRI hash, and fetches it at load)
 //   dist/web/assets/app-<hash>.css
 //   dist/web/*.gz, *.br               pre-compressed copies (@fastify/static serves them)
 //   dist/web/build.json               asset names and sizes, read by the page route
@@ -135,7 +136,12 @@ export async function buildWeb(root) {
   const result = await build({
     ...common,
     entryPoints: { app: "src/web/main.ts", style: "src/web/styles.css" },
-    define: { RECEIPTD_WORKER_URL: JSON.stringify(`/${worker}`) },
+    define: {
+      RECEIPTD_WORKER_URL: JSON.stringify(`/${worker}`),
+      // The page fetches the worker's script at load and checks it against this (fetch's
+      // `integrity`), then starts workers from those bytes (src/web/verify-client.ts).
+      RECEIPTD_WORKER_SRI: JSON.stringify(sri(workerOutputs[worker])),
+    },
   });
   const outputs = { ...outputsOf(result, outdir), ...workerOutputs };
   const js = findOutput(outputs, /^assets\/app-[A-Z0-9]+\.js$/, "app JS");

@@ -2,13 +2,19 @@
 // Runs the suite, or one lane of it, with Node's test runner (Node 20 takes no globs, so the
 // file list is gathered here).
 //
-//   node scripts/run-tests.mjs [--lane unit|service|distributed|all] [files…]
+//   node scripts/run-tests.mjs [--lane unit|service|distributed|all] [--depth sample|full] [files…]
 //
 // A test file's lane follows from what it imports, so no list has to be kept by hand:
 // - distributed: it reaches Redis, PostgreSQL or BullMQ (their test supports);
 // - service: it builds the HTTP app, or starts a process from dist/ (needs `npm run build`);
 // - unit: everything else — no build, no Redis, no PostgreSQL, no child process.
 // Imports are followed through test/ files (supports, contract suites), not into src/.
+//
+// Depth (issue 37): the long generated runs (the crypto differentials, the JSON splice
+// differential) run a seed-fixed sample in the unit lane, the lane a developer runs in their
+// loop, and the whole of it everywhere else: `npm test`, the other lanes, named files. The
+// tests read it from RECEIPTD_TEST_DEPTH (test/support/depth.ts); `--depth` or that variable,
+// when given, decide instead.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
@@ -85,6 +91,17 @@ if (lane !== "all" && !LANES.includes(lane)) {
   console.error(`run-tests: unknown lane '${lane}' (unit, service, distributed or all)`);
   process.exit(2);
 }
+const DEPTHS = ["sample", "full"];
+let depth = process.env.RECEIPTD_TEST_DEPTH || (lane === "unit" ? "sample" : "full");
+const depthAt = args.indexOf("--depth");
+if (depthAt !== -1) {
+  depth = args[depthAt + 1] ?? "";
+  args.splice(depthAt, 2);
+}
+if (!DEPTHS.includes(depth)) {
+  console.error(`run-tests: unknown depth '${depth}' (sample or full)`);
+  process.exit(2);
+}
 if (args.includes("--list")) {
   for (const file of collect("test")) console.log(`${laneOf(file).padEnd(12)} ${file}`);
   process.exit(0);
@@ -127,7 +144,12 @@ const result = spawnSync(
     `--test-timeout=${TEST_TIMEOUT_MS}`,
     ...files,
   ],
-  { stdio: "inherit", timeout: RUN_TIMEOUT_MS, killSignal: "SIGKILL" },
+  {
+    stdio: "inherit",
+    timeout: RUN_TIMEOUT_MS,
+    killSignal: "SIGKILL",
+    env: { ...process.env, RECEIPTD_TEST_DEPTH: depth },
+  },
 );
 if (result.error) console.error(`run-tests: ${result.error.message}`);
 process.exit(result.status ?? 1);

@@ -12,6 +12,7 @@ import { byId, replace } from "./dom.js";
 import { keyPanel } from "./key-panel.js";
 import { receiptPanel } from "./receipt-panel.js";
 import { setSessionKey } from "./session-key.js";
+import { startVerifier } from "./verify-client.js";
 
 declare global {
   interface Window {
@@ -96,3 +97,8 @@ setUpTabs();
 setUpNetworkNote();
 byId("version").textContent = `receiptd ${window.receiptd.version} · ${window.receiptd.crypto}`;
 document.documentElement.dataset.ready = "true";
+// The verifier's worker starts now, while the page is surely online (verify-client.ts);
+// `data-verifier` says when it holds its script, so the page verifies offline from then on.
+void startVerifier().then((held) => {
+  document.documentElement.dataset.verifier = held ? "held" : "online-only";
+});

@@ -4,7 +4,8 @@
  * emulation of OpenSSL 3.0 (`noble.ts`, the behaviour's specification) and noble's group law.
  * Deterministic: every input comes from a fixed seed. The differential test compares the whole
  * provider with OpenSSL 3.0 itself on 100,000 inputs; this one checks each class by itself,
- * including the cases no signature can reach (k = 0).
+ * including the cases no signature can reach (k = 0). Every key class and every t is checked
+ * at any depth; the unit lane takes fewer random values for each (test/support/depth.ts).
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -26,9 +27,14 @@ import {
   splitEdgeKey,
   verifySmallOrderR,
 } from "../../../src/verifier/crypto/sodium-edges.js";
+import { FULL_DEPTH } from "../../support/depth.js";
 import { L, le32, leToBigint, P } from "../../support/ed25519-numbers.js";
 
 const { Point } = ed25519;
+/** Values of k per key and t in the division test: 0, 4, 8 and random ones. */
+const DIVISION_KS = FULL_DEPTH ? 6 : 4;
+/** Messages per mixed-order key and small-order R in the signature test. */
+const SMALL_ORDER_R_MESSAGES = FULL_DEPTH ? 24 : 6;
 type NoblePoint = ReturnType<typeof Point.fromBytes>;
 
 /** A deterministic stream of bytes: SHA-512 of a seed and a counter. */
@@ -194,7 +200,7 @@ describe("OpenSSL 3.0's arithmetic from libsodium's operations", () => {
     let held = 0;
     for (const { bytes, point } of keys) {
       for (let t = 0; t < 8; t++) {
-        for (let i = 0; i < 6; i++) {
+        for (let i = 0; i < DIVISION_KS; i++) {
           const k = i === 0 ? 0n : i < 3 ? BigInt(i * 4) : random.scalar();
           for (const s of [0n, random.scalar()]) {
             const expected = point !== null && minus(s, k, point).equals(torsion(t));
@@ -229,7 +235,7 @@ describe("OpenSSL 3.0's arithmetic from libsodium's operations", () => {
       const a = random.scalar();
       const key = Point.BASE.multiply(a).add(torsion(j)).toBytes();
       for (const r of SMALL_ORDER_ENCODINGS) {
-        for (let i = 0; i < 24; i++) {
+        for (let i = 0; i < SMALL_ORDER_R_MESSAGES; i++) {
           const message = random.bytes(i);
           const k = challenge(r, key, message);
           // S = k·a: R' = −[k·j]G, accepted exactly when R is its canonical encoding.
@@ -247,7 +253,8 @@ describe("OpenSSL 3.0's arithmetic from libsodium's operations", () => {
         check(key, message, Buffer.concat([r, le32(random.scalar())]));
       }
     }
-    assert.ok(accepted > 100, `${accepted} of ${cases} accepted`);
+    // Some hold (S = k·a where R' is R's canonical encoding): 68 of 3,584 in the sample.
+    assert.ok(accepted > cases / 100, `${accepted} of ${cases} accepted`);
   });
 
   test("edge keys with any R: honest R = [s]B, random signatures, S ≥ L", () => {

@@ -26,13 +26,16 @@ export const PAGE_CSP = [
   "style-src 'self'",
   "img-src 'self' data:",
   "connect-src 'self'",
-  "worker-src 'self'",
+  // blob: for the worker started from its script as fetched at load and checked against its
+  // SRI hash, so the page verifies offline (src/web/verify-client.ts; docs/web-page.md).
+  "worker-src 'self' blob:",
   "form-action 'none'",
   "frame-ancestors 'none'",
   "base-uri 'none'",
   "object-src 'none'",
   "require-trusted-types-for 'script'",
-  // One policy, which allows only the page's own worker script (src/web/verify-client.ts).
+  // One policy, which allows only the page's own worker script, by its URL or as the Blob URL
+  // of its checked bytes (src/web/verify-client.ts).
   "trusted-types receiptd-worker",
 ].join("; ");
 

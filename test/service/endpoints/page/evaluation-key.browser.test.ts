@@ -83,7 +83,11 @@ before(async () => {
   ]);
   browser = await launchChromium();
   await watchContext(browser.context);
-  browser.context.on("request", (request) => requests.push(request));
+  // Not the verifier's worker starting from a Blob URL of its script, which the page fetched
+  // at load (src/web/verify-client.ts): bytes in the page's memory, not a request.
+  browser.context.on("request", (request) => {
+    if (!request.url().startsWith("blob:")) requests.push(request);
+  });
   page = browser.context.pages()[0] ?? (await browser.context.newPage());
   collectProblems(page, problems);
   await page.goto(`${main.origin}/`);

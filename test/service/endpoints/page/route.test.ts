@@ -56,6 +56,8 @@ describe("the verification page", () => {
       "script-src 'self'",
       "style-src 'self'",
       "connect-src 'self'",
+      // The page's own worker script, or its checked bytes as a Blob URL (offline: issue 37).
+      "worker-src 'self' blob:;",
       "form-action 'none'",
       "frame-ancestors 'none'",
       "base-uri 'none'",
