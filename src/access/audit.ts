@@ -64,6 +64,11 @@ export interface AuditEvent {
   latencyMs: number;
   /** A refusal charged like a result (it reports work done). */
   chargedRefusal?: boolean;
+  /**
+   * A 2xx that carries no work done (an MCP reply of tool errors only, issue 37): never
+   * charged, and its line says `"charged":false`.
+   */
+  unchargedResult?: boolean;
   /** An answer given again to a retry with the same `Idempotency-Key`: never charged. */
   replayed?: boolean;
   /** When the response finished; default: the log's clock. */
@@ -81,6 +86,8 @@ export interface AuditLine {
   latencyMs: number;
   /** `"charged":true`: a refusal charged like a result. */
   chargedRefusal: boolean;
+  /** `"charged":false`: a 2xx that carries no work done, never charged. */
+  unchargedResult: boolean;
   /** `"replayed":true`: an `Idempotency-Key` replay, never charged. */
   replayed: boolean;
 }
@@ -118,6 +125,7 @@ export function formatAuditLine(event: AuditEvent, timeMs: number): string {
     bytes: wholeNumber(event.bytes),
     latency_ms: wholeNumber(event.latencyMs),
     ...(event.chargedRefusal === true ? { charged: true } : {}),
+    ...(event.unchargedResult === true ? { charged: false } : {}),
     ...(event.replayed === true ? { replayed: true } : {}),
   };
   return `${JSON.stringify(line)}\n`;
@@ -144,7 +152,7 @@ export function parseAuditLine(text: string): AuditLine | null {
     !Number.isInteger(status) ||
     !Number.isInteger(bytes) ||
     !Number.isInteger(latencyMs) ||
-    (charged !== undefined && charged !== true) ||
+    (charged !== undefined && typeof charged !== "boolean") ||
     (replayed !== undefined && replayed !== true)
   ) {
     return null;
@@ -158,6 +166,7 @@ export function parseAuditLine(text: string): AuditLine | null {
     bytes: bytes as number,
     latencyMs: latencyMs as number,
     chargedRefusal: charged === true,
+    unchargedResult: charged === false,
     replayed: replayed === true,
   };
 }

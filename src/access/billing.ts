@@ -59,10 +59,11 @@ export interface EvaluationUsage {
 
 /**
  * A result, or a refusal charged for the work it reports (`"charged":true`, issue 22); never
- * an `Idempotency-Key` replay (`"replayed":true`, issue 28), whose first answer was billed.
+ * an `Idempotency-Key` replay (`"replayed":true`, issue 28), whose first answer was billed, nor a
+ * 2xx that carries no work done (`"charged":false`, issue 37: MCP tool errors).
  */
 function isBilled(line: AuditLine): boolean {
-  if (line.replayed) return false;
+  if (line.replayed || line.unchargedResult) return false;
   return isChargedStatus(line.status) || line.chargedRefusal;
 }
 

@@ -39,8 +39,11 @@ export type IdempotencyBegin =
   | { state: "answered"; fingerprint: string; answer: StoredAnswer };
 
 export interface IdempotencyStore {
-  /** Claims `entry` for a request with `fingerprint`, atomically, or says who holds it. */
-  begin(entry: string, fingerprint: string): Promise<IdempotencyBegin>;
+  /**
+   * Claims `entry` for a request with `fingerprint`, atomically, or says who holds it. `owner`
+   * (`idempotencyOwner`) names the principal whose share of a bounded store the entry takes.
+   */
+  begin(entry: string, fingerprint: string, owner?: string): Promise<IdempotencyBegin>;
   /**
    * Replaces `claim` with the answer, kept `IDEMPOTENCY_TTL_MS`; nothing if the claim is gone
    * (it expired and another request holds the key now).
@@ -57,6 +60,14 @@ export interface IdempotencyStore {
  */
 export function idempotencyEntry(principal: string, key: string): string {
   return createHash("sha256").update(`${principal}\n${key}`).digest("hex");
+}
+
+/**
+ * Whose share of a bounded store an entry takes: a hash of the principal, for the same reason
+ * as `idempotencyEntry`.
+ */
+export function idempotencyOwner(principal: string): string {
+  return createHash("sha256").update(`owner\n${principal}`).digest("hex");
 }
 
 /** What a retry must repeat to get the first answer: method, URL (path and query) and body. */
@@ -120,16 +131,34 @@ export interface MemoryIdempotencyLimits {
   maxEntries?: number;
   /** Stored answer bytes kept at most (default 64 MiB); the oldest go first. */
   maxBytes?: number;
+  /**
+   * One principal's share (default a quarter of each bound): past it, that principal's own
+   * oldest entries go first, so one principal's flood of keys never evicts another's answers.
+   * The global bounds stay, as a backstop for many principals at once.
+   */
+  maxEntriesPerOwner?: number;
+  maxBytesPerOwner?: number;
 }
 
 interface MemoryEntry {
   text: string;
   expiresAt: number;
+  owner: string;
 }
+
+/** An owner's entries, oldest first (a Set keeps insertion order), and their bytes. */
+interface OwnerShare {
+  entries: Set<string>;
+  bytes: number;
+}
+
+/** The owner of entries begun without one: only the global bounds apply to them. */
+const UNOWNED = "";
 
 /**
  * Embedded mode's store: process memory, bounded by entries and bytes (oldest first, so a
- * flood of keys costs the oldest answers their replay, never memory), expired entries swept
+ * flood of keys costs the oldest answers their replay, never memory), first per principal
+ * (its share: its own oldest go first) and then in all (the backstop), expired entries swept
  * at most once a second as requests come. Not journaled: a restart forgets every key, as it
  * forgets the embedded nonce ledger (docs/access-decisions.md says why).
  */
@@ -138,6 +167,9 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   readonly #now: () => number;
   readonly #maxEntries: number;
   readonly #maxBytes: number;
+  readonly #maxEntriesPerOwner: number;
+  readonly #maxBytesPerOwner: number;
+  readonly #owners = new Map<string, OwnerShare>();
   #bytes = 0;
   #nextSweep = 0;
 
@@ -145,19 +177,27 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     this.#now = now;
     this.#maxEntries = limits.maxEntries ?? 10_000;
     this.#maxBytes = limits.maxBytes ?? 64 * 1024 * 1024;
+    this.#maxEntriesPerOwner =
+      limits.maxEntriesPerOwner ?? Math.max(1, Math.floor(this.#maxEntries / 4));
+    this.#maxBytesPerOwner = limits.maxBytesPerOwner ?? Math.floor(this.#maxBytes / 4);
+  }
+
+  /** How many entries `owner` holds (tests, and reasoning about shares). */
+  entriesOf(owner: string): number {
+    return this.#owners.get(owner)?.entries.size ?? 0;
   }
 
   get size(): number {
     return this.#entries.size;
   }
 
-  async begin(entry: string, fingerprint: string): Promise<IdempotencyBegin> {
+  async begin(entry: string, fingerprint: string, owner = UNOWNED): Promise<IdempotencyBegin> {
     const now = this.#now();
     this.#sweep(now);
     const held = this.#entries.get(entry);
     if (held !== undefined && held.expiresAt > now) return decodeEntry(held.text);
     const claim = newClaim(fingerprint);
-    this.#put(entry, claim, now + IDEMPOTENCY_CLAIM_MS);
+    this.#put(entry, claim, now + IDEMPOTENCY_CLAIM_MS, owner);
     return { state: "claimed", claim };
   }
 
@@ -167,8 +207,10 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     fingerprint: string,
     answer: StoredAnswer,
   ): Promise<void> {
-    if (this.#entries.get(entry)?.text !== claim) return;
-    this.#put(entry, encodeAnswer(fingerprint, answer), this.#now() + IDEMPOTENCY_TTL_MS);
+    const held = this.#entries.get(entry);
+    if (held?.text !== claim) return;
+    const expiresAt = this.#now() + IDEMPOTENCY_TTL_MS;
+    this.#put(entry, encodeAnswer(fingerprint, answer), expiresAt, held.owner);
   }
 
   async release(entry: string, claim: string): Promise<void> {
@@ -177,13 +219,30 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   async close(): Promise<void> {
     this.#entries.clear();
+    this.#owners.clear();
     this.#bytes = 0;
   }
 
-  #put(entry: string, text: string, expiresAt: number): void {
+  #put(entry: string, text: string, expiresAt: number, owner: string): void {
     this.#delete(entry);
-    this.#entries.set(entry, { text, expiresAt });
+    this.#entries.set(entry, { text, expiresAt, owner });
     this.#bytes += text.length;
+    let share = this.#owners.get(owner);
+    if (share === undefined) {
+      share = { entries: new Set(), bytes: 0 };
+      this.#owners.set(owner, share);
+    }
+    share.entries.add(entry);
+    share.bytes += text.length;
+    // The owner's share first: its own oldest go, never the entry just put.
+    for (const oldest of owner === UNOWNED ? [] : share.entries) {
+      if (share.entries.size <= this.#maxEntriesPerOwner && share.bytes <= this.#maxBytesPerOwner) {
+        break;
+      }
+      if (oldest === entry) break;
+      this.#delete(oldest);
+    }
+    // The backstop: every owner's oldest, in the order they were put.
     for (const oldest of this.#entries.keys()) {
       if (this.#entries.size <= this.#maxEntries && this.#bytes <= this.#maxBytes) break;
       this.#delete(oldest);
@@ -195,6 +254,11 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     if (held === undefined) return;
     this.#entries.delete(entry);
     this.#bytes -= held.text.length;
+    const share = this.#owners.get(held.owner);
+    if (share === undefined) return;
+    share.entries.delete(entry);
+    share.bytes -= held.text.length;
+    if (share.entries.size === 0) this.#owners.delete(held.owner);
   }
 
   #sweep(now: number): void {

@@ -8,7 +8,10 @@
  * expired too, so every `parent_crystal_id` a lineage lists names a crystal it also lists, and
  * a chain that is still written to keeps its history. Per crystal the summary goes first (a
  * lineage never lists a crystal that is gone), then the envelope, then the index entry, so a
- * crash leaves work the next sweep finishes. Usage is lowered before the removal, like the
+ * crash leaves work the next sweep finishes. A child posted while the sweep runs is seen:
+ * once a crystal's summary is deleted, the sweep looks for summaries it did not list at the
+ * start, and a crystal one of them names as parent is kept, its summary put back (the other
+ * half of the protocol is in `storeCrystal`). Usage is lowered before the removal, like the
  * create raises it after: a crash errs by one crystal in the writer's favour.
  */
 import type { DocumentStore } from "../storage/document-store.js";
@@ -109,7 +112,9 @@ async function expireTenant(
 ): Promise<void> {
   const expiring = new Set(candidates.map((entry) => entry.crystalId));
   const parents = new Map<string, string | null>();
-  for (const id of await store.list("crystals", `${LINEAGE_PREFIX}${tenantHash}/`)) {
+  const lineagePrefix = `${LINEAGE_PREFIX}${tenantHash}/`;
+  const listed = new Set(await store.list("crystals", lineagePrefix));
+  for (const id of listed) {
     const bytes = await store.get("crystals", id);
     if (bytes === null) continue;
     const summary = readSummary(bytes);
@@ -142,6 +147,14 @@ async function expireTenant(
       store.get("crystals", envelopeId),
     ]);
     const bytes = (summary?.byteLength ?? 0) + (envelope?.byteLength ?? 0);
+    if (!dryRun) {
+      await store.delete("crystals", summaryId);
+      if (await hasNewChild(store, lineagePrefix, listed, entry.crystalId)) {
+        if (summary !== null) await store.create("crystals", summaryId, summary);
+        report.keptForDescendants += 1;
+        continue;
+      }
+    }
     report.expired += 1;
     report.freedBytes += bytes;
     if (dryRun) continue;
@@ -150,8 +163,26 @@ async function expireTenant(
       if (typeof owner === "string")
         await addUsage(store, USAGE_COLLECTION, "principal", owner, -bytes);
     }
-    await store.delete("crystals", summaryId);
     await store.delete("crystals", envelopeId);
     await store.delete("tenants", entry.indexId);
   }
+}
+
+/**
+ * Whether a summary written since the sweep listed `listed` names `crystalId` as its parent:
+ * a child posted while the sweep ran. Asked after `crystalId`'s summary is deleted, so a
+ * child written later sees its parent gone and withdraws itself (`storeCrystal`).
+ */
+async function hasNewChild(
+  store: DocumentStore,
+  lineagePrefix: string,
+  listed: ReadonlySet<string>,
+  crystalId: string,
+): Promise<boolean> {
+  for (const id of await store.list("crystals", lineagePrefix)) {
+    if (listed.has(id)) continue;
+    const bytes = await store.get("crystals", id);
+    if (bytes !== null && readSummary(bytes).parentCrystalId === crystalId) return true;
+  }
+  return false;
 }

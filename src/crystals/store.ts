@@ -113,6 +113,14 @@ function sameBytes(left: Uint8Array, right: Uint8Array): boolean {
  * The envelope is written first and is the commit point; the summary follows. A crash in
  * between leaves a crystal that lineage does not list yet, and re-posting it (200) writes the
  * missing summary.
+ *
+ * Lineage and expiry agree without a lock or a transaction, in both stores, by each side
+ * announcing before it checks (issue 37): a new child writes its summary and then checks
+ * that its parent's summary is still there, and expiry deletes a parent's summary and then
+ * checks for children it did not know of (expiry.ts). Each store orders single-document
+ * operations, so at least one side sees the other: the child is withdrawn (`parent_not_found`)
+ * or the parent kept, never a child whose parent is gone. (Both may back off; a retry of the
+ * child then succeeds.)
  */
 export async function storeCrystal(
   store: DocumentStore,
@@ -156,8 +164,19 @@ export async function storeCrystal(
     crystal.envelope,
   );
   if (!written.created && !sameCrystal(written.stored, crystal.envelope)) return "crystal_conflict";
-  await store.create("crystals", lineageDocumentId(tenantHash, crystalId), crystal.summary);
+  const summaryId = lineageDocumentId(tenantHash, crystalId);
+  await store.create("crystals", summaryId, crystal.summary);
   if (!written.created) return "unchanged";
+  if (
+    parentCrystalId !== null &&
+    (await store.get("crystals", lineageDocumentId(tenantHash, parentCrystalId))) === null
+  ) {
+    // Expiry took the parent while this child was written: withdraw the child, summary first
+    // (a lineage never lists a crystal that is gone). Nothing was indexed or counted yet.
+    await store.delete("crystals", summaryId);
+    await store.delete("crystals", crystalDocumentId(tenantHash, crystalId));
+    return "parent_not_found";
+  }
   // A crash before this leaves the crystal unindexed; the expiry sweep adopts it.
   await store.create("tenants", storedIndexId(utcDay(now), tenantHash, crystalId), EMPTY_OBJECT);
   await addUsage(store, USAGE_COLLECTION, "tenant", tenantHash, bytes);

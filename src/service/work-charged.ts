@@ -1,7 +1,8 @@
 /**
  * Which answers are charged (docs/access-decisions.md, "What is charged"): a result (2xx,
  * `isChargedStatus`), or a refusal that reports work done (`CHARGED_REFUSALS` in errors.ts),
- * which the route marks here as it sends it. Caps, x402 settlement and the audit line (hence
+ * which the route marks here as it sends it; but not a `200` that carries only in-band
+ * refusals (`chargeNoWork`). Caps, x402 settlement and the audit line (hence
  * billing) all read `isChargedAnswer`, so they cannot disagree.
  */
 import type { FastifyReply } from "fastify";
@@ -10,10 +11,20 @@ import { isChargedStatus } from "../access/caps.js";
 const workDone = new WeakSet<FastifyReply>();
 const unitsOfReply = new WeakMap<FastifyReply, number>();
 const replayed = new WeakSet<FastifyReply>();
+const noWork = new WeakSet<FastifyReply>();
 
 /** `reply` carries a refusal after real work: charge it like a result. */
 export function chargeWorkDone(reply: FastifyReply): void {
   workDone.add(reply);
+}
+
+/**
+ * `reply` is a `200` that carries no work done: a `POST /mcp` reply whose tool calls all ended
+ * in tool errors or JSON-RPC errors, each of which its HTTP endpoint answers with an uncharged
+ * 4xx/5xx (docs/access-decisions.md, "In-band tool errors"). Not charged, whatever its status.
+ */
+export function chargeNoWork(reply: FastifyReply): void {
+  noWork.add(reply);
 }
 
 /**
@@ -45,8 +56,13 @@ export function isReplayedAnswer(reply: FastifyReply): boolean {
 
 /** Whether the answer `reply` carries is charged: to its cap, to its payer, on the bill. */
 export function isChargedAnswer(reply: FastifyReply): boolean {
-  if (replayed.has(reply)) return false;
+  if (replayed.has(reply) || noWork.has(reply)) return false;
   return isChargedStatus(reply.statusCode) || workDone.has(reply);
+}
+
+/** Whether `reply` is a 2xx charged nothing, for want of work done (the audit line says so). */
+export function isUnchargedResult(reply: FastifyReply): boolean {
+  return noWork.has(reply) && isChargedStatus(reply.statusCode) && !replayed.has(reply);
 }
 
 /** Whether `reply` is a refusal charged for its work (the audit line says so). */

@@ -77,6 +77,7 @@ describe("audit lines", () => {
       bytes: 512,
       latencyMs: 3,
       chargedRefusal: false,
+      unchargedResult: false,
       replayed: false,
     });
     assert.equal(parseAuditLine(text.slice(0, 40)), null);
@@ -91,6 +92,16 @@ describe("audit lines", () => {
     assert.equal(parseAuditLine(text)?.chargedRefusal, true);
     assert.equal(parseAuditLine(text.replace("true}", "1}")), null);
     assert.doesNotMatch(formatAuditLine(event({ status: 400 }), 0), /charged/);
+  });
+
+  test('a 2xx that carries no work done ends with "charged":false (issue 37, MCP tool errors)', () => {
+    const text = formatAuditLine(event({ status: 200, unchargedResult: true }), 0).trimEnd();
+    assert.match(text, /"latency_ms":3,"charged":false\}$/);
+    assert.deepEqual(
+      [parseAuditLine(text)?.unchargedResult, parseAuditLine(text)?.chargedRefusal],
+      [true, false],
+    );
+    assert.equal(parseAuditLine(text.replace("false}", "0}")), null);
   });
 
   test('an Idempotency-Key replay ends with "replayed":true and is never billed (issue 28)', () => {

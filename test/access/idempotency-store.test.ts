@@ -8,6 +8,7 @@ import {
   IDEMPOTENCY_CLAIM_MS,
   IDEMPOTENCY_TTL_MS,
   idempotencyEntry,
+  idempotencyOwner,
   MemoryIdempotencyStore,
   requestFingerprint,
 } from "../../src/access/idempotency-store.js";
@@ -67,6 +68,51 @@ describe("MemoryIdempotencyStore", () => {
     clock.now += IDEMPOTENCY_TTL_MS + 1;
     await store.begin("fresh", "f");
     assert.equal(store.size, 1);
+  });
+
+  test("each principal holds at most its share; its own oldest go first, others' stay (issue 37)", async () => {
+    const clock = { now: 0 };
+    const store = new MemoryIdempotencyStore(() => clock.now, {
+      maxEntries: 100,
+      maxBytes: 1024 * 1024,
+      maxEntriesPerOwner: 3,
+      maxBytesPerOwner: 4096,
+    });
+    const quiet = idempotencyOwner("key:quietquietqu");
+    const loud = idempotencyOwner("key:loudloudloud");
+    const kept = await store.begin("quiet-1", "f", quiet);
+    assert.ok(kept.state === "claimed");
+    await store.complete("quiet-1", kept.claim, "f", answer("kept"));
+    // A flood of keys by one principal: it evicts its own entries, never the quiet one's.
+    for (let index = 0; index < 50; index += 1) await store.begin(`loud-${index}`, "f", loud);
+    assert.equal(store.entriesOf(loud), 3);
+    assert.equal(store.entriesOf(quiet), 1);
+    const replay = await store.begin("quiet-1", "f", quiet);
+    assert.equal(replay.state, "answered");
+    // The loud principal's newest three are what it keeps, oldest evicted first.
+    assert.equal((await store.begin("loud-49", "f", loud)).state, "in_flight");
+    assert.equal((await store.begin("loud-46", "f", loud)).state, "claimed");
+    // Bytes count too: one large answer pushes out the same principal's older entries.
+    const big = await store.begin("loud-big", "f", loud);
+    assert.ok(big.state === "claimed");
+    await store.complete("loud-big", big.claim, "f", answer("x".repeat(3000)));
+    assert.equal(store.entriesOf(loud), 1);
+    assert.equal((await store.begin("quiet-1", "f", quiet)).state, "answered");
+    // Owners are hashes of the principal, distinct per principal.
+    assert.match(quiet, /^[0-9a-f]{64}$/);
+    assert.notEqual(quiet, loud);
+  });
+
+  test("the global bound stays a backstop across principals", async () => {
+    const store = new MemoryIdempotencyStore(() => 0, { maxEntries: 4, maxEntriesPerOwner: 3 });
+    for (const principal of ["a", "b", "c"]) {
+      for (const index of [1, 2]) {
+        await store.begin(`${principal}-${index}`, "f", idempotencyOwner(principal));
+      }
+    }
+    assert.equal(store.size, 4);
+    assert.equal(store.entriesOf(idempotencyOwner("a")), 0);
+    assert.equal(store.entriesOf(idempotencyOwner("c")), 2);
   });
 
   test("entries are named by principal and key together; fingerprints by method, URL, body", () => {

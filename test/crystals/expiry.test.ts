@@ -1,7 +1,8 @@
 /**
  * Crystal expiry over both document stores (files, PostgreSQL in a private schema): what goes,
  * what a younger descendant keeps, lineages left whole, quota bytes returned, crystals stored
- * before the index adopted, and `receiptd crystals expire` acting on the configured store.
+ * before the index adopted, and `receiptd crystals expire` acting on the configured store. A
+ * child posted while its parent expires: whichever side goes second sees the other (issue 37).
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -15,6 +16,8 @@ import { sealCrystal, tenantHashOf } from "../../src/crystals/client.js";
 import { expireCrystals } from "../../src/crystals/expiry.js";
 import { lineageJson } from "../../src/crystals/lineage.js";
 import {
+  crystalDocumentId,
+  lineageDocumentId,
   type PreparedCrystal,
   readCrystal,
   readLineageSummaries,
@@ -95,6 +98,51 @@ const STORES: [string, () => Promise<Opened>][] = [
     },
   ],
 ];
+
+/**
+ * `store`, with `hook` run once just before the first call that `when` picks: a deterministic
+ * interleaving of a post and a sweep, as two processes could produce it.
+ */
+function interleaved(
+  store: DocumentStore,
+  when: (method: "create" | "delete", collection: string, id: string) => boolean,
+  hook: () => Promise<void>,
+): DocumentStore {
+  let fired = false;
+  const fire = async (method: "create" | "delete", collection: string, id: string) => {
+    if (fired || !when(method, collection, id)) return;
+    fired = true;
+    await hook();
+  };
+  const racing: DocumentStore = {
+    get: (collection, id) => store.get(collection, id),
+    list: (collection, prefix) => store.list(collection, prefix),
+    replace: (collection, id, expected, bytes) => store.replace(collection, id, expected, bytes),
+    close: () => store.close(),
+    create: async (collection, id, bytes) => {
+      const result = await store.create(collection, id, bytes);
+      await fire("create", collection, id);
+      return result;
+    },
+    delete: async (collection, id) => {
+      await fire("delete", collection, id);
+      return store.delete(collection, id);
+    },
+  };
+  return racing;
+}
+
+/** Every parent a tenant's lineage names is a crystal it lists and that can be read. */
+async function assertLineageClosed(store: DocumentStore, tenant: string): Promise<void> {
+  const lineage = JSON.parse(lineageJson(tenant, await readLineageSummaries(store, tenant))) as {
+    crystals: { crystal_id: string; parent_crystal_id: string | null }[];
+  };
+  const listed = new Set(lineage.crystals.map((crystal) => crystal.crystal_id));
+  for (const crystal of lineage.crystals) {
+    assert.notEqual(await readCrystal(store, tenant, crystal.crystal_id), null);
+    if (crystal.parent_crystal_id !== null) assert.ok(listed.has(crystal.parent_crystal_id));
+  }
+}
 
 for (const [name, open] of STORES) {
   describe(`crystal expiry on ${name}`, () => {
@@ -216,6 +264,58 @@ for (const [name, open] of STORES) {
       const refused = await run(["expire", "--key-file", "k"]);
       assert.equal(refused.code, 2);
       assert.match(refused.err, /--key-file does not apply to 'expire'/);
+    });
+
+    test("a child written while the sweep takes its parent is withdrawn: parent_not_found", async () => {
+      const tenant = tenantHashOf(randomBytes(16));
+      const parent = prepared(tenant);
+      const child = prepared(tenant, parent.crystalId);
+      assert.equal(await storeCrystal(store, OWNER, parent, null, daysAgo(40)), "created");
+      // The post has checked the parent and written the child's envelope, not yet its summary:
+      // the sweep runs whole now, and cannot know of the child.
+      const racing = interleaved(
+        store,
+        (method, _collection, id) =>
+          method === "create" && id === crystalDocumentId(tenant, child.crystalId),
+        async () => {
+          await expireCrystals(store, { ttlDays: 30, now: NOW });
+        },
+      );
+      assert.equal(await storeCrystal(racing, OWNER, child, null, NOW), "parent_not_found");
+      assert.equal(await readCrystal(store, tenant, parent.crystalId), null);
+      assert.equal(await readCrystal(store, tenant, child.crystalId), null);
+      assert.equal(await store.get("crystals", lineageDocumentId(tenant, child.crystalId)), null);
+      await assertLineageClosed(store, tenant);
+    });
+
+    test("a child stored while the sweep takes its parent keeps the parent", async () => {
+      const tenant = tenantHashOf(randomBytes(16));
+      const parent = prepared(tenant);
+      const child = prepared(tenant, parent.crystalId);
+      assert.equal(await storeCrystal(store, OWNER, parent, null, daysAgo(40)), "created");
+      let posted: unknown = null;
+      // The sweep listed the tenant's lineage (no child yet) and is about to take the parent's
+      // summary: the whole post happens now, and finds its parent still there.
+      const racing = interleaved(
+        store,
+        (method, _collection, id) =>
+          method === "delete" && id === lineageDocumentId(tenant, parent.crystalId),
+        async () => {
+          posted = await storeCrystal(store, OWNER, child, null, NOW);
+        },
+      );
+      await expireCrystals(racing, { ttlDays: 30, now: NOW });
+      assert.equal(posted, "created");
+      assert.notEqual(await readCrystal(store, tenant, parent.crystalId), null);
+      assert.notEqual(
+        await store.get("crystals", lineageDocumentId(tenant, parent.crystalId)),
+        null,
+      );
+      assert.notEqual(await readCrystal(store, tenant, child.crystalId), null);
+      await assertLineageClosed(store, tenant);
+      const lineage = JSON.parse(lineageJson(tenant, await readLineageSummaries(store, tenant)));
+      assert.deepEqual(lineage.roots, [parent.crystalId]);
+      assert.deepEqual(lineage.heads, [child.crystalId]);
     });
   });
 }

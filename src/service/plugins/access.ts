@@ -63,6 +63,7 @@ import {
   isChargedAnswer,
   isChargedRefusal,
   isReplayedAnswer,
+  isUnchargedResult,
   unitsCharged,
 } from "../work-charged.js";
 import { CORS_PREFLIGHT_ROUTE } from "./cors.js";
@@ -603,6 +604,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
       bytes: Number(reply.getHeader("content-length") ?? 0),
       latencyMs: reply.elapsedTime,
       chargedRefusal: isChargedRefusal(reply),
+      unchargedResult: isUnchargedResult(reply),
       replayed: isReplayedAnswer(reply),
     });
   });

@@ -21,6 +21,7 @@ import fastifyPlugin from "fastify-plugin";
 import {
   type IdempotencyStore,
   idempotencyEntry,
+  idempotencyOwner,
   MAX_STORED_ANSWER_BYTES,
   requestFingerprint,
   type StoredAnswer,
@@ -150,7 +151,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     );
     let begun: Awaited<ReturnType<IdempotencyStore["begin"]>>;
     try {
-      begun = await store.begin(entry, fingerprint);
+      begun = await store.begin(entry, fingerprint, idempotencyOwner(request.principal));
     } catch {
       // A retry cannot be told from a first request: running it could charge it twice.
       return refuse(

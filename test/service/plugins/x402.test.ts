@@ -208,6 +208,11 @@ describe("x402 through the local facilitator", () => {
       JSON.stringify({ jsonrpc: "2.0", id, method, params });
     const toolCall = (id: number, name: string) =>
       rpc(id, "tools/call", { name, arguments: { issuer: "did:key:z6MkNothingStoredHere" } });
+    const verifyCall = (id: number) =>
+      rpc(id, "tools/call", {
+        name: "verify_bundle",
+        arguments: { bundle: JSON.parse(GOOD.toString("utf8")) },
+      });
     const paidCall = async (body: string, headers: Record<string, string> = {}) => {
       const offer = offerOf(await mcp({}, body), 2);
       const paid = await mcp({ ...headers, ...(await paymentHeader(offer, payer)) }, body);
@@ -218,10 +223,10 @@ describe("x402 through the local facilitator", () => {
       return storedReceipt(transaction);
     };
 
-    const receipt = await paidCall(toolCall(1, "get_revocations"), { "user-agent": "node" });
+    const receipt = await paidCall(verifyCall(1), { "user-agent": "node" });
     assert.equal(receipt.get("path"), "/mcp");
     assert.equal(receipt.get("rpc"), "tools/call");
-    assert.equal(receipt.get("tool"), "get_revocations");
+    assert.equal(receipt.get("tool"), "verify_bundle");
     assert.equal(receipt.get("ua_family"), "node");
     const issuer = String(receipt.get("issuer"));
     const sig = receipt.get("sig");
@@ -233,13 +238,21 @@ describe("x402 through the local facilitator", () => {
 
     // A receipt names one tool, and never a name the client made up: the method alone then.
     const v1 = { "mcp-protocol-version": "2025-03-26" };
-    const batch = `[${toolCall(1, "get_revocations")},${toolCall(2, "verify_anchor")}]`;
+    const batch = `[${toolCall(1, "get_revocations")},${verifyCall(2)}]`;
     const mixed = await paidCall(batch, v1);
     assert.equal(mixed.get("rpc"), "tools/call");
     assert.equal(mixed.has("tool"), false);
-    const unknown = await paidCall(toolCall(1, "no such tool"));
+    const unknown = await paidCall(`[${toolCall(1, "no such tool")},${verifyCall(2)}]`, v1);
     assert.equal(unknown.get("rpc"), "tools/call");
     assert.equal(unknown.has("tool"), false);
+
+    // Tool errors only (no document, an unknown tool): no work done, so nothing is settled,
+    // as `GET /revocations/{issuer}`'s 404 is not (issue 37).
+    const failing = `[${toolCall(1, "get_revocations")},${toolCall(2, "no such tool")}]`;
+    const offer = offerOf(await mcp(v1, failing), 2);
+    const unpaid = await mcp({ ...v1, ...(await paymentHeader(offer, payer)) }, failing);
+    assert.equal(unpaid.status, 200, unpaid.body);
+    assert.equal(unpaid.headers["payment-response"], undefined, unpaid.body);
   });
 
   test("a refused request is not settled: the same authorization still pays later", async () => {

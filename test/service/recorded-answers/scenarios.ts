@@ -1768,7 +1768,18 @@ async function paidService(r: Recorder): Promise<void> {
           validation(GOOD),
         );
 
+        // A found document is work done, so the call is settled; a tool error is not (issue 37).
+        await s.app.documentStore.replace(
+          "revocations",
+          CORPUS_REVOKED_ISSUER,
+          null,
+          CORPUS_REVOCATIONS,
+        );
         const toolCall = rpc("tools/call", {
+          name: "get_revocations",
+          arguments: { issuer: CORPUS_REVOKED_ISSUER },
+        });
+        const failingToolCall = rpc("tools/call", {
           name: "get_revocations",
           arguments: { issuer: UNKNOWN_ISSUER },
         });
@@ -1787,6 +1798,12 @@ async function paidService(r: Recorder): Promise<void> {
           "/mcp",
           { ...mcpHeaders, ...(await payment(mcpChallenge, 2, "mcp discovery")) },
           { body: rpc("tools/list") },
+        );
+        await post(
+          "POST /mcp tools/call paid, a tool error only → 200, not settled",
+          "/mcp",
+          { ...mcpHeaders, ...(await payment(mcpChallenge, 2, "mcp tool error")) },
+          { body: failingToolCall },
         );
         await settlementStored(s, settledTx(paidTool));
         await get("GET /receipts/{tx} of the MCP payment", `/receipts/${settledTx(paidTool)}`);

@@ -17,6 +17,7 @@ import {
 } from "../../../crystals/envelope.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { defineTask } from "../../tasks/define-task.js";
+import type { InfoSection } from "../info-section.js";
 import { defineOperation } from "../operation.js";
 import type { CrystalLineageTask, CrystalPostAnswer, CrystalPostTask } from "./answer.js";
 
@@ -343,3 +344,36 @@ export const getCrystalOperation = defineOperation({
   ],
   schema: getCrystalSchema,
 });
+
+/** `/info`'s `crystals` section (service.md §11). */
+export function crystalsInfo(
+  maxCiphertextBytes: number,
+  quotas: { tenantBytes: number; principalBytes: number },
+  ttlDays: number,
+) {
+  return {
+    specification: CRYSTAL_SPEC,
+    supported_ciphers: CRYSTAL_CIPHERS,
+    max_crystal_size_bytes: maxCiphertextBytes,
+    quota_bytes_per_tenant: quotas.tenantBytes,
+    quota_bytes_per_key: quotas.principalBytes,
+    ttl_days: ttlDays,
+    isolation:
+      "per tenant_hash: the first principal to write a tenant owns it and only it may write " +
+      "there; reads need the tenant hash; another tenant's crystal and a missing one are the " +
+      "same 404; no endpoint lists tenants",
+  };
+}
+
+/** `/info`'s `crystals` section, from the service's limits. */
+export const crystalsInfoSection: InfoSection<ReturnType<typeof crystalsInfo>> = (app) => {
+  const { limits } = app.serviceConfig;
+  return crystalsInfo(
+    limits.maxCrystalCiphertextBytes,
+    {
+      tenantBytes: limits.crystalTenantQuotaBytes,
+      principalBytes: limits.crystalPrincipalQuotaBytes,
+    },
+    limits.crystalTtlDays,
+  );
+};

@@ -9,7 +9,6 @@
  * empty lineage. No route lists tenants.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { CRYSTAL_CIPHERS, CRYSTAL_SPEC } from "../../../crystals/envelope.js";
 import {
   type PreparedCrystal,
   readCrystal,
@@ -172,24 +171,4 @@ export async function crystalRoutes(app: FastifyInstance) {
       });
     },
   });
-}
-
-/** `/info`'s `crystals` section (service.md §11). */
-export function crystalsInfo(
-  maxCiphertextBytes: number,
-  quotas: { tenantBytes: number; principalBytes: number },
-  ttlDays: number,
-) {
-  return {
-    specification: CRYSTAL_SPEC,
-    supported_ciphers: CRYSTAL_CIPHERS,
-    max_crystal_size_bytes: maxCiphertextBytes,
-    quota_bytes_per_tenant: quotas.tenantBytes,
-    quota_bytes_per_key: quotas.principalBytes,
-    ttl_days: ttlDays,
-    isolation:
-      "per tenant_hash: the first principal to write a tenant owns it and only it may write " +
-      "there; reads need the tenant hash; another tenant's crystal and a missing one are the " +
-      "same 404; no endpoint lists tenants",
-  };
 }

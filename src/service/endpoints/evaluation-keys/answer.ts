@@ -7,7 +7,7 @@
  */
 import type { CreatedKey } from "../../../access/api-keys.js";
 import type { IssuedChallenge } from "../../../access/evaluation/challenges.js";
-import type { EvaluationKeys, IssueRefusal } from "../../../access/evaluation/issuer.js";
+import type { IssueRefusal } from "../../../access/evaluation/issuer.js";
 import { PROOF_OF_WORK_ALGORITHM } from "../../../portable/proof-of-work.js";
 import { bodyValidator } from "../../../validation/body-validator.js";
 import { isObject } from "../../../verifier/json/value.js";
@@ -103,38 +103,5 @@ export function issueRefusal(refusal: IssueRefusal): {
   return {
     error: new ServiceError(code, { detail: DETAILS[refusal.code](0, "overall") }),
     retryAfterSeconds: null,
-  };
-}
-
-/**
- * What `/info` says of evaluation keys (null when they are off). `difficulty` is what a
- * challenge asks at this moment (the day's issuance read from the cap store); the challenge
- * itself states the difficulty it is checked at.
- */
-export async function evaluationTerms(evaluation: EvaluationKeys | null) {
-  if (evaluation === null) return null;
-  const { terms } = evaluation;
-  return {
-    challenge: "GET /keys/evaluation/challenge",
-    issue: 'POST /keys/evaluation {"challenge","nonce"}',
-    key_daily_cap: terms.keyDailyCap,
-    key_lifetime_hours: terms.ttlHours,
-    keys_per_address_daily: terms.perAddressDaily,
-    keys_per_network_daily: terms.perNetworkDaily,
-    keys_per_day: terms.perDay,
-    proof_of_work: {
-      algorithm: PROOF_OF_WORK_ALGORITHM,
-      difficulty: await evaluation.currentDifficulty(),
-      base_difficulty: terms.powBits,
-      ramp_bits: terms.powRampBits,
-      ramp:
-        "difficulty = base_difficulty + floor(ramp_bits × keys issued today / keys_per_day), " +
-        "at most 32; each challenge states its own",
-      rule: PROOF_OF_WORK_RULE,
-      challenge_ttl_s: evaluation.challengeTtlSeconds,
-    },
-    counted_against:
-      "the anonymous daily cap: the challenge and the issuance are one anonymous call each",
-    billing: "never billed; keys are shown once and stored only as their SHA-256",
   };
 }

@@ -4,8 +4,10 @@
  * terms. The OpenAPI document is generated from them (docs/evaluation-keys.md explains the
  * flow). No worker: a body of at most 4 KiB, one SHA-256 and one HMAC, then store I/O.
  */
+import type { EvaluationKeys } from "../../../access/evaluation/issuer.js";
 import { MAX_DIFFICULTY, PROOF_OF_WORK_ALGORITHM } from "../../../portable/proof-of-work.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
+import type { InfoSection } from "../info-section.js";
 import { defineOperation } from "../operation.js";
 
 const NONCE_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
@@ -195,3 +197,41 @@ export const issueEvaluationKeyOperation = defineOperation({
   ],
   schema: issueRouteSchema,
 });
+
+/**
+ * What `/info` says of evaluation keys (null when they are off). `difficulty` is what a
+ * challenge asks at this moment (the day's issuance read from the cap store); the challenge
+ * itself states the difficulty it is checked at.
+ */
+export async function evaluationTerms(evaluation: EvaluationKeys | null) {
+  if (evaluation === null) return null;
+  const { terms } = evaluation;
+  return {
+    challenge: "GET /keys/evaluation/challenge",
+    issue: 'POST /keys/evaluation {"challenge","nonce"}',
+    key_daily_cap: terms.keyDailyCap,
+    key_lifetime_hours: terms.ttlHours,
+    keys_per_address_daily: terms.perAddressDaily,
+    keys_per_network_daily: terms.perNetworkDaily,
+    keys_per_day: terms.perDay,
+    proof_of_work: {
+      algorithm: PROOF_OF_WORK_ALGORITHM,
+      difficulty: await evaluation.currentDifficulty(),
+      base_difficulty: terms.powBits,
+      ramp_bits: terms.powRampBits,
+      ramp:
+        "difficulty = base_difficulty + floor(ramp_bits × keys issued today / keys_per_day), " +
+        "at most 32; each challenge states its own",
+      rule: PROOF_OF_WORK_RULE,
+      challenge_ttl_s: evaluation.challengeTtlSeconds,
+    },
+    counted_against:
+      "the anonymous daily cap: the challenge and the issuance are one anonymous call each",
+    billing: "never billed; keys are shown once and stored only as their SHA-256",
+  };
+}
+
+/** `/info`'s `evaluation_keys` section: null while evaluation keys are off. */
+export const evaluationKeysInfoSection: InfoSection<Awaited<ReturnType<typeof evaluationTerms>>> = (
+  app,
+) => evaluationTerms(app.accessServices.evaluation);

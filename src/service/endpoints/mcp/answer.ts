@@ -106,8 +106,12 @@ export interface NotarizationStorage {
   result: string;
 }
 
+/**
+ * One response of the reply. `workDone`: a tool result its HTTP endpoint would answer with a
+ * charged status (a verdict, an anchor's result); tool errors and JSON-RPC errors never are.
+ */
 export type McpReplyPart =
-  | { json: string }
+  | { json: string; workDone?: true }
   | { revocations: RevocationsLookup }
   | { verification: BundleVerificationLookup }
   | { notarization: NotarizationStorage };
@@ -296,7 +300,8 @@ function callTool(
       }
       const payload = singleBundlePayload(bundle, flags, context.signer(), state.budget);
       state.verdicts[payload.verdict] = (state.verdicts[payload.verdict] ?? 0) + 1;
-      return { json: resultResponse(idJson(id), toolResult(dumpCompact(payload), false)) };
+      const json = resultResponse(idJson(id), toolResult(dumpCompact(payload), false));
+      return { json, workDone: true };
     }
     case "verify_anchor": {
       // As `POST /verify-anchor` answers: a result names the service, a refusal does not.
@@ -308,7 +313,7 @@ function callTool(
       // batch of them is charged to the body's result budget as a batch of verdicts is
       // (issue 22, finding 9): the whole response, as it will be sent.
       state.budget.chargeText(Buffer.byteLength(json));
-      return { json };
+      return failed ? { json } : { json, workDone: true };
     }
     case "get_revocations":
       return { revocations: { id: idJson(id), issuer: args.get("issuer") as string } };

@@ -15,6 +15,7 @@ import { dumpCompact } from "../../../verifier/json/dump.js";
 import type { ErrorCode } from "../../errors.js";
 import type { RevocationsLookup } from "./answer.js";
 import { resultResponse, toolResult } from "./json-rpc.js";
+import type { VerifiedPart } from "./verify-bundle.js";
 
 /** The tool's failures carry the error bodies of `GET /revocations/{issuer}`. */
 const FAILURES = {
@@ -22,16 +23,19 @@ const FAILURES = {
   invalid: { error: "stored_document_invalid" },
 } as const satisfies Record<string, { error: ErrorCode }>;
 
-/** The JSON-RPC response to a `get_revocations` call, as text. */
+/**
+ * The JSON-RPC response to a `get_revocations` call. A found document is charged, as
+ * `GET /revocations/{issuer}`'s 200; its 404 and 500 are not.
+ */
 export async function answerGetRevocations(
   store: DocumentStore,
   check: RevocationDocumentCheck,
   lookup: RevocationsLookup,
-): Promise<string> {
+): Promise<VerifiedPart> {
   const found = await readRevocationDocument(store, lookup.issuer, check);
-  const result =
-    found.status === "found"
-      ? toolResult(new TextDecoder().decode(found.bytes), false)
-      : toolResult(dumpCompact(FAILURES[found.status]), true);
-  return resultResponse(lookup.id, result);
+  if (found.status === "found") {
+    const result = toolResult(new TextDecoder().decode(found.bytes), false);
+    return { json: resultResponse(lookup.id, result), workDone: true };
+  }
+  return { json: resultResponse(lookup.id, toolResult(dumpCompact(FAILURES[found.status]), true)) };
 }

@@ -17,7 +17,7 @@ import { clientGone } from "../../http/client-gone.js";
 import { ifNoneMatchMatches, sendNotModified, strongEtag } from "../../http/stored-document.js";
 import { authorisedUnits, keyedAccess, markKeyedWorkDone } from "../../plugins/access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
-import { chargeUnits, chargeWorkDone } from "../../work-charged.js";
+import { chargeNoWork, chargeUnits, chargeWorkDone } from "../../work-charged.js";
 import { route } from "../operation.js";
 import { revocationDocumentCheckOn } from "../revocations/contract.js";
 import type { McpReplyPart, McpTask } from "./answer.js";
@@ -114,17 +114,13 @@ export async function mcpRoutes(app: FastifyInstance) {
         options,
       );
     }
-    if ("notarization" in part) {
-      return { json: await answerNotarize(app.documentStore, part.notarization) };
-    }
-    return {
-      json: await answerGetRevocations(
-        app.documentStore,
-        // Not the client's hang-up signal: the check is shared with concurrent readers.
-        revocationDocumentCheckOn(app.cpuPool, { principal: options.principal }),
-        part.revocations,
-      ),
-    };
+    if ("notarization" in part) return answerNotarize(app.documentStore, part.notarization);
+    return answerGetRevocations(
+      app.documentStore,
+      // Not the client's hang-up signal: the check is shared with concurrent readers.
+      revocationDocumentCheckOn(app.cpuPool, { principal: options.principal }),
+      part.revocations,
+    );
   };
 
   route(app, mcpOperation, {
@@ -153,7 +149,6 @@ export async function mcpRoutes(app: FastifyInstance) {
         return sendAnswer(reply.headers(refusal.headers), refusal);
       }
       if (answer.kind === "accepted") return reply.code(202).send();
-      if (answer.toolCall !== null) markKeyedWorkDone(request, answer.toolCall);
       app.bundleVerifications.count(answer.verdicts);
       if (answer.units !== undefined) chargeUnits(reply, answer.units);
       const parts = await Promise.all(
@@ -161,7 +156,14 @@ export async function mcpRoutes(app: FastifyInstance) {
       );
       // A cached `verify_bundle` is never in a batch, so its refusal is the whole reply.
       const tooLarge = parts.some((part) => part.tooLarge);
-      if (answer.charged || tooLarge) chargeWorkDone(reply);
+      // In-band tool errors (docs/access-decisions.md): a body of tool calls is charged, and
+      // a payment settled, only when one of its calls carried work done, as its HTTP
+      // endpoint's charged answer would. Discovery (no `tools/call`) follows its status.
+      const charged = answer.charged === true || tooLarge;
+      const workDone = charged || parts.some((part) => part.workDone);
+      if (answer.toolCall !== null && workDone) markKeyedWorkDone(request, answer.toolCall);
+      if (charged) chargeWorkDone(reply);
+      else if (answer.toolCall !== null && !workDone) chargeNoWork(reply);
       const json = parts.map((part) => part.json);
       return reply
         .code(tooLarge ? 400 : answer.statusCode)

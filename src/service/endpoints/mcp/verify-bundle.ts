@@ -13,6 +13,8 @@ import { resultResponse, resultTooLargeResponse, toolResult } from "./json-rpc.j
 export interface VerifiedPart {
   json: string;
   tooLarge?: true;
+  /** A result its HTTP endpoint charges (`McpReplyPart`). */
+  workDone?: true;
 }
 
 export async function answerCachedVerifyBundle(
@@ -32,7 +34,7 @@ export async function answerCachedVerifyBundle(
     options,
   );
   if (answer.statusCode === 200) {
-    return { json: resultResponse(lookup.id, toolResult(answer.json, false)) };
+    return { json: resultResponse(lookup.id, toolResult(answer.json, false)), workDone: true };
   }
   // The body is a bundle object in form 2, so the budget is the one refusal it can meet: the
   // whole budget, since a cached call is never part of a batch.

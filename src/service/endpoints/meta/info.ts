@@ -4,6 +4,8 @@
  * The endpoint list is read from the OpenAPI document, which is generated from the route
  * schemas, so it cannot list a route that does not exist or miss one that does. Sections for
  * services follow from the configuration (payments are null while `X402_PAY_TO` is unset).
+ * Endpoints publish their own sections through their contracts (`InfoSection`), so this
+ * module reads no route or answer module of another endpoint.
  */
 import type { FastifyInstance } from "fastify";
 import { NEW_CLIENT_CALLS, newClientReserve } from "../../../access/anonymous-cap.js";
@@ -21,10 +23,9 @@ import {
 import { VERIFIER_VERSION } from "../../../verifier/version.js";
 import { costUnitsInfo } from "../../cost.js";
 import { SERVICE_NAME } from "../../service-name.js";
-import { crystalsInfo } from "../crystals/route.js";
-import { evaluationTerms } from "../evaluation-keys/answer.js";
-import { NOTARIZE_BODY_LIMIT_BYTES } from "../notarize/contract.js";
-import { notarizationInfo } from "../notarize/route.js";
+import { crystalsInfoSection } from "../crystals/contract.js";
+import { evaluationKeysInfoSection } from "../evaluation-keys/contract.js";
+import { NOTARIZE_BODY_LIMIT_BYTES, notarizationInfoSection } from "../notarize/contract.js";
 import { route } from "../operation.js";
 import { infoOperation } from "./contract.js";
 
@@ -124,15 +125,8 @@ export async function infoRoutes(app: FastifyInstance) {
         outcomes: OUTCOME_TABLE,
         validator_address: app.validatorAddress,
       },
-      crystals: crystalsInfo(
-        limits.maxCrystalCiphertextBytes,
-        {
-          tenantBytes: limits.crystalTenantQuotaBytes,
-          principalBytes: limits.crystalPrincipalQuotaBytes,
-        },
-        limits.crystalTtlDays,
-      ),
-      notarization: notarizationInfo(issuer, limits),
+      crystals: await crystalsInfoSection(app),
+      notarization: await notarizationInfoSection(app),
       limits: {
         max_body_bytes: limits.maxBodyBytes,
         max_notarize_body_bytes: NOTARIZE_BODY_LIMIT_BYTES,
@@ -164,7 +158,7 @@ export async function infoRoutes(app: FastifyInstance) {
         },
       },
       payments: paymentsInfo(app.serviceConfig.payments.settings),
-      evaluation_keys: await evaluationTerms(app.accessServices.evaluation),
+      evaluation_keys: await evaluationKeysInfoSection(app),
       privacy: {
         request_bodies:
           "never logged or stored, except documents you ask to host (anchors) and the " +

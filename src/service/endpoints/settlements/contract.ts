@@ -11,11 +11,11 @@ import {
   TRANSACTION_HASH_PATTERN,
   USER_AGENT_FAMILIES,
 } from "../../../payments/settlement-receipt.js";
-import { INTERNAL_TOKEN_HEADER } from "../../plugins/internal-access.js";
 import { commonErrorResponses, errorResponseSchema } from "../../schemas/errors.js";
 import { defineTask } from "../../tasks/define-task.js";
 import { defineOperation } from "../operation.js";
 import type { PaymentReceiptRefusal, PaymentReceiptTask } from "./answer.js";
+import { INTERNAL_TOKEN_HEADER } from "./internal-access.js";
 
 export const paymentReceiptTask = defineTask<
   PaymentReceiptTask,

@@ -10,11 +10,11 @@ import { fairShareKey } from "../../fair-share.js";
 import { clientGone } from "../../http/client-gone.js";
 import { submitDurably } from "../../http/durable-write.js";
 import { STORE_UNAVAILABLE } from "../../library-errors.js";
-import { registerInternalAccess } from "../../plugins/internal-access.js";
 import { transferableBody } from "../../plugins/raw-body.js";
 import { route } from "../operation.js";
 import type { PaymentReceiptTask } from "./answer.js";
 import { paymentReceiptTask, recordPaymentReceiptOperation } from "./contract.js";
+import { registerInternalAccess } from "./internal-access.js";
 
 export interface PaymentReceiptRoutesOptions {
   /** How long `POST /payment-receipts` waits for a durable write before answering 202. */

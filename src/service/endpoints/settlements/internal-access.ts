@@ -4,11 +4,15 @@
  *
  * The caller's address is the socket's peer, never `X-Forwarded-For`: a forwarded-for header
  * is whatever the client wrote.
+ *
+ * It lives beside `POST /payment-receipts`, the one internal route, and not in `plugins/`:
+ * its hook is scoped to the route plugin that registers it (no `fastify-plugin`), while every
+ * file in `plugins/` is an `fp` plugin that decorates the whole app.
  */
 import { BlockList, isIP } from "node:net";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { type Answer, errorAnswer, sendAnswer } from "../errors.js";
-import type { InternalToken } from "../internal-token.js";
+import { type Answer, errorAnswer, sendAnswer } from "../../errors.js";
+import type { InternalToken } from "../../internal-token.js";
 
 export const INTERNAL_TOKEN_HEADER = "x-internal-token";
 
