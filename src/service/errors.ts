@@ -159,6 +159,8 @@ export const ERROR_STATUS = {
   work_limit_exceeded: 503,
   too_many_connections: 503,
   memory_budget_exceeded: 503,
+  // A queue's byte budget in Redis, or the principal's share of it, is full (issue 34).
+  queue_full: 503,
   store_unavailable: 503,
   anchor_store_unavailable: 503,
   settlement_store_unavailable: 503,
