@@ -142,6 +142,8 @@ export const ERROR_STATUS = {
   evaluation_keys_exhausted: 429,
   payment_rate_limited: 429,
   too_many_uploads: 429,
+  // An address's keyless refusals (404s, caps' 429s) past its in-process bucket (issue 34).
+  too_many_refusals: 429,
   headers_too_large: 431,
   // The client closed its connection before its answer (nginx's 499): nobody reads the body,
   // but the audit line and the metrics say what happened to the request.
