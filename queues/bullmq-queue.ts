@@ -34,6 +34,12 @@ import {
   type SubmitOptions,
   type SubmitOutcome,
 } from "./job-queue.js";
+import {
+  QueueBudget,
+  type QueueBudgetLimits,
+  QueueFullError,
+  SERVICE_PRINCIPAL,
+} from "./queue-budget.js";
 
 export interface BullMqQueueOptions extends JobQueueOptions {
   /** `REDIS_URL`. */
@@ -50,6 +56,11 @@ export interface BullMqQueueOptions extends JobQueueOptions {
    * (the submissions that fail report them).
    */
   outages?: RedisOutages;
+  /**
+   * The queue's byte budget and a principal's share of it (queues/queue-budget.ts), admitted
+   * before each add. Without it the queue has no bound of its own.
+   */
+  budget?: QueueBudgetLimits;
 }
 
 export const DEFAULT_ATTEMPTS = 5;
@@ -89,6 +100,7 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
   readonly #unwatch: (() => void)[];
   readonly #outages: RedisOutages | undefined;
   #closing: Promise<void> | undefined;
+  readonly #budget: QueueBudget | undefined;
 
   constructor(
     readonly name: string,
@@ -105,6 +117,10 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     // QueueEvents blocks on XREAD: its own connection, which may wait as long as it needs.
     this.#eventsClient = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
     this.#queue = new Queue(name, { connection: this.#client, prefix: options.prefix });
+    this.#budget =
+      options.budget === undefined
+        ? undefined
+        : new QueueBudget(this.#client, options.prefix, name, options.budget);
     // An `error` listener must exist on each emitter (an unhandled one would end the process).
     const ignore = () => {};
     const outages = options.outages;
@@ -142,13 +158,25 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
       if (isUnansweredCommand(error)) breaker?.trip(error);
       throw unavailable(this.name, error);
     }
+    // Admitted before the add, so that a refusal leaves nothing in Redis (issue 34, finding 3).
+    let charged = false;
+    try {
+      charged = await this.#admit(jobId, payload, options.principal);
+    } catch (error) {
+      if (error instanceof QueueFullError) throw error;
+      // An admission that was not answered may have charged: the reconciler releases it,
+      // since no job follows it.
+      if (isUnansweredCommand(error)) breaker?.trip(error);
+      throw unavailable(this.name, error);
+    }
     const { outcome, settle } = this.#wait(jobId, options.waitMs);
-    const adding = this.#add(jobId, payload, settle);
+    const adding = this.#add(jobId, payload, settle, charged);
     this.#adding.add(adding);
     try {
       await adding;
     } catch (error) {
       if (error instanceof AddNotAccepted) {
+        if (charged) await this.#release(jobId);
         settle(unavailable(this.name, error.cause));
       } else {
         // The add was sent and may yet run: the job's own event, or `pending` after waitMs,
@@ -169,7 +197,12 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
    * `AddNotAccepted` when the job certainly is not in Redis; any other rejection leaves the
    * job's fate unknown (it was sent).
    */
-  async #add(jobId: string, payload: Payload, settle: Settle<Result>): Promise<void> {
+  async #add(
+    jobId: string,
+    payload: Payload,
+    settle: Settle<Result>,
+    charged: boolean,
+  ): Promise<void> {
     try {
       await this.#queue.add(this.name, payload, { jobId, ...this.#jobOptions });
     } catch (error) {
@@ -181,6 +214,8 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     // it would then be answered completed without its result.
     const state = await this.#queue.getJobState(jobId);
     if (state !== "completed" && state !== "failed") return;
+    // The add joined a job that had already finished: no worker will release this charge.
+    if (charged) await this.#release(jobId);
     const job = await Job.fromId<Payload, Result>(this.#queue, jobId);
     // Removed in between by retention: its event, or `pending` after waitMs, answers instead.
     if (job === undefined) return;
@@ -192,6 +227,29 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
       settle(new JobFailedError(this.name, jobId, job.failedReason));
       await job.remove().catch(() => {});
     }
+  }
+
+  /**
+   * Charges the job's payload bytes to `principal` (or, unnamed, to the service itself, counted
+   * but never refused). True when this submission charged it; false when the job id was
+   * already held by an earlier admission, or the queue has no budget.
+   */
+  async #admit(jobId: string, payload: Payload, principal: string | undefined): Promise<boolean> {
+    if (this.#budget === undefined) return false;
+    const bytes = Buffer.byteLength(JSON.stringify(payload), "utf8");
+    const enforce = principal !== undefined;
+    const admission = await this.#budget.admit(
+      jobId,
+      principal ?? SERVICE_PRINCIPAL,
+      bytes,
+      enforce,
+    );
+    return admission === "admitted";
+  }
+
+  /** Gives back a charge for a job that will not run; a failure is left to the reconciler. */
+  async #release(jobId: string): Promise<void> {
+    await this.#budget?.release(jobId).catch(() => {});
   }
 
   /**

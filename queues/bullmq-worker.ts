@@ -11,6 +11,7 @@ import type { DocumentStore } from "../src/storage/document-store.js";
 import type { Ed25519Signer } from "../src/verifier/crypto/ed25519.js";
 import { ANCHORS_QUEUE, anchorsProcessor } from "./anchors.js";
 import type { JobProcessor, JsonData } from "./job-queue.js";
+import { bullmqJobIsLive, QueueBudget } from "./queue-budget.js";
 import { InvalidSettlementError, SETTLEMENTS_QUEUE, settlementsProcessor } from "./settlements.js";
 
 /** Where workers report; content-free (queue, job id, error message). A pino logger fits. */
@@ -43,8 +44,14 @@ export interface BullMqWorkerOptions {
    * Share one among the workers of a process; by default each writes its own to `log`.
    */
   outages?: RedisOutages;
+  /**
+   * How often the queue's byte budget is recomputed from its live jobs (queues/queue-budget.ts);
+   * also once at start. Default: a minute.
+   */
+  reconcileIntervalMs?: number;
 }
 
+export const DEFAULT_RECONCILE_INTERVAL_MS = 60_000;
 export const DEFAULT_WORKER_CONCURRENCY = 8;
 export const DEFAULT_LOCK_DURATION_MS = 30_000;
 export const DEFAULT_STALLED_INTERVAL_MS = 30_000;
@@ -62,6 +69,8 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
   readonly #connection: Redis;
   readonly #worker: Worker<Payload, Result>;
   readonly #unwatch: () => void;
+  readonly #budget: QueueBudget;
+  readonly #reconciler: NodeJS.Timeout;
 
   constructor(
     readonly name: string,
@@ -75,6 +84,31 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
     this.#connection = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
     this.#connection.on("error", () => {});
     this.#unwatch = outages.watch(this.#connection, `worker:${name}`);
+    // The queue's byte budget: a job's bytes are given back once it has completed or failed
+    // for good; the reconciler gives back whatever a crash between the two left charged.
+    this.#budget = new QueueBudget(this.#connection, options.prefix, name);
+    const release = (jobId: string | undefined) => {
+      if (jobId === undefined) return;
+      this.#budget.release(jobId).catch((error: unknown) => {
+        if (!outages.report(error)) log.warn({ queue: name, jobId, err: String(error) }, "budget");
+      });
+    };
+    const reconcile = () => {
+      void this.#budget
+        .reconcile((jobId) => bullmqJobIsLive(this.#connection, options.prefix, name, jobId))
+        .then((released) => {
+          if (released > 0) log.info({ queue: name, released }, "queue budget reconciled");
+        })
+        .catch((error: unknown) => {
+          if (!outages.report(error)) log.warn({ queue: name, err: String(error) }, "budget");
+        });
+    };
+    this.#reconciler = setInterval(
+      reconcile,
+      options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS,
+    );
+    this.#reconciler.unref();
+    reconcile();
     this.#worker = new Worker<Payload, Result>(
       name,
       async (job: Job<Payload, Result>) => {
@@ -104,6 +138,7 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
         error.name === "UnrecoverableError" ||
         job.attemptsMade >= (job.opts.attempts ?? 1);
       options.onFailed?.(name, final);
+      if (final) release(job?.id);
       log.warn(
         { queue: name, jobId: job?.id, attempt: job?.attemptsMade, final, err: error.message },
         "job failed",
@@ -118,6 +153,7 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
           ? undefined
           : job.finishedOn - job.processedOn;
       log.info({ queue: name, jobId: job.id, attempt: job.attemptsMade, ms }, "job completed");
+      release(job.id);
     });
   }
 
@@ -131,6 +167,7 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
    * are abandoned: their locks expire and another worker runs them again.
    */
   async close(timeoutMs: number): Promise<void> {
+    clearInterval(this.#reconciler);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(true), timeoutMs);

@@ -38,6 +38,12 @@ export interface SubmitOptions {
    * `pending` and the job carries on; the caller can tell its client to come back later.
    */
   waitMs: number;
+  /**
+   * Who the job is charged to in a bounded queue (queues/queue-budget.ts): past its share, or
+   * the queue's budget, the submission is refused with `QueueFullError` before anything is
+   * enqueued. Unnamed: a job the service owes (a paid call's receipt), counted, never refused.
+   */
+  principal?: string;
 }
 
 export type SubmitOutcome<Result extends JsonData> =

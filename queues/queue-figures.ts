@@ -13,6 +13,8 @@ export interface QueueStats {
   jobs: Record<QueueJobState, number>;
   /** Seconds the oldest waiting job has been ready to run, or 0 when none waits. */
   oldestWaitingSeconds: number;
+  /** Payload bytes charged to the queue's budget (queues/queue-budget.ts): waiting and running. */
+  budgetBytes: number;
 }
 
 /** Where the queue figures of a scrape come from (BullMQ; queues/queue-stats.ts). */

@@ -10,6 +10,7 @@
  */
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
+import { queueBudgetKeys } from "./queue-budget.js";
 import type { QueueStats, QueueStatsSource } from "./queue-figures.js";
 
 export interface BullMqQueueStatsOptions {
@@ -32,11 +33,13 @@ export class BullMqQueueStats implements QueueStatsSource {
   readonly #queues: Queue[];
   readonly #timeoutMs: number;
   readonly #now: () => number;
+  readonly #prefix: string;
 
   constructor(options: BullMqQueueStatsOptions) {
     this.names = options.names;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_STATS_TIMEOUT_MS;
     this.#now = options.now ?? Date.now;
+    this.#prefix = options.prefix;
     const onError = options.onError ?? (() => {});
     // Connected on first use: a process that is never scraped opens no connection for this.
     this.#client = new Redis(options.redisUrl, {
@@ -70,6 +73,10 @@ export class BullMqQueueStats implements QueueStatsSource {
     const counts = await queue.getJobCounts("wait", "active", "delayed", "failed");
     // BullMQ lists waiting jobs newest first; ascending order puts the oldest first.
     const [oldest] = await queue.getJobs(["wait"], 0, 0, true);
+    const budget = await this.#client.hget(
+      queueBudgetKeys(this.#prefix, queue.name).bytes,
+      "total",
+    );
     let oldestWaitingSeconds = 0;
     if (oldest !== undefined) {
       // A delayed job (a retry's backoff included) is ready only once its delay has passed.
@@ -84,6 +91,7 @@ export class BullMqQueueStats implements QueueStatsSource {
         failed: counts.failed ?? 0,
       },
       oldestWaitingSeconds,
+      budgetBytes: Number(budget ?? 0),
     };
   }
 

@@ -94,6 +94,7 @@ export class ProcessMetrics {
   readonly queueJobs: Gauge<"queue" | "state">;
   readonly queueOldestWaiting: Gauge<"queue">;
   readonly queueUp: Gauge<"queue">;
+  readonly queueBudgetBytes: Gauge<"queue">;
   readonly queueJobFailures: Counter<"queue" | "final">;
   readonly storeErrors: Counter<"operation" | "kind">;
   readonly cryptoProvider: Gauge<"provider">;
@@ -125,6 +126,18 @@ export class ProcessMetrics {
         this.reset();
         for (const [queue, stats] of await metrics.#readQueues()) {
           if (stats !== null) this.set({ queue }, stats.oldestWaitingSeconds);
+        }
+      },
+    });
+    this.queueBudgetBytes = new Gauge({
+      name: "receiptd_queue_budget_bytes",
+      help: "Payload bytes of each BullMQ queue's waiting and running jobs, charged to its QUEUE_BUDGET_BYTES, read at scrape time.",
+      labelNames: ["queue"],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const [queue, stats] of await metrics.#readQueues()) {
+          if (stats !== null) this.set({ queue }, stats.budgetBytes);
         }
       },
     });

@@ -209,7 +209,7 @@ export async function openQueues(
     );
   }
   const { BullMqQueue } = await import("../../queues/bullmq-queue.js");
-  const connection = { redisUrl, prefix: config.redisPrefix, outages };
+  const connection = { redisUrl, prefix: config.redisPrefix, outages, budget: config.queueBudget };
   return queuesOf(
     new BullMqQueue(ANCHORS_QUEUE, { ...connection, ...ANCHORS_QUEUE_OPTIONS }),
     new BullMqQueue(SETTLEMENTS_QUEUE, { ...connection, ...SETTLEMENTS_QUEUE_OPTIONS }),

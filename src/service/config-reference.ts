@@ -14,6 +14,7 @@ import {
   DEFAULT_HTTP_TIMEOUTS,
   DEFAULT_LIMITS,
   DEFAULT_METRICS_MAX_CONNECTIONS,
+  DEFAULT_QUEUE_BUDGET,
   DEFAULT_SETTINGS,
   DEFAULT_SHUTDOWN_DRAIN_MS,
   DEFAULT_STORE_MIN_FREE_BYTES,
@@ -157,6 +158,22 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: DEFAULT_SETTINGS.redisPrefix,
     meaning: "Prefix of every Redis key and BullMQ queue, so deployments can share one Redis.",
     processes: ALL,
+  },
+  {
+    name: "QUEUE_BUDGET_BYTES",
+    group: "Distributed mode",
+    default: String(DEFAULT_QUEUE_BUDGET.budgetBytes),
+    meaning:
+      "Payload bytes each queue (`anchors`, `settlements`) may hold in Redis, waiting or running, across all web processes; past it, writes get `503 queue_full` with Retry-After before anything is enqueued. Released when a job completes or fails for good; `receiptd worker` recomputes it at start and every minute.",
+    processes: SERVE,
+  },
+  {
+    name: "QUEUE_SHARE_PERCENT",
+    group: "Distributed mode",
+    default: String(DEFAULT_QUEUE_BUDGET.sharePercent),
+    meaning:
+      "The part of `QUEUE_BUDGET_BYTES` (1–100) one principal's queued jobs may hold; past it that principal gets `503 queue_full` while others still write. 100: no share, the budget alone.",
+    processes: SERVE,
   },
   {
     name: "DATABASE_URL",

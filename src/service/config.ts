@@ -176,6 +176,41 @@ export interface HttpServerConfig {
   memorySharePercent: number;
 }
 
+/** The bound of each distributed queue (queues/queue-budget.ts). */
+export interface QueueBudgetConfig {
+  /**
+   * `QUEUE_BUDGET_BYTES`: payload bytes a queue may hold waiting or running, across the
+   * deployment; past it, writes get `503 queue_full` before they are enqueued.
+   */
+  budgetBytes: number;
+  /** `QUEUE_SHARE_PERCENT`: the part of the budget one principal's jobs may hold (1–100). */
+  sharePercent: number;
+}
+
+export const DEFAULT_QUEUE_BUDGET: QueueBudgetConfig = {
+  budgetBytes: 64 * 1024 * 1024,
+  sharePercent: 25,
+};
+
+function queueBudgetFrom(env: Env): QueueBudgetConfig {
+  return {
+    budgetBytes: integerFrom(
+      env,
+      "QUEUE_BUDGET_BYTES",
+      DEFAULT_QUEUE_BUDGET.budgetBytes,
+      1024 * 1024,
+      Number.MAX_SAFE_INTEGER,
+    ),
+    sharePercent: integerFrom(
+      env,
+      "QUEUE_SHARE_PERCENT",
+      DEFAULT_QUEUE_BUDGET.sharePercent,
+      1,
+      100,
+    ),
+  };
+}
+
 /** Where log lines go instead of stdout (tests capture them). */
 export interface LogDestination {
   write(line: string): void;
@@ -276,6 +311,8 @@ export interface ServiceConfig {
    * deployments (or test runs) can share one Redis.
    */
   redisPrefix: string;
+  /** Each queue's byte budget in Redis and a principal's share of it (issue 34, distributed mode). */
+  queueBudget: QueueBudgetConfig;
   /** `DATABASE_URL`: the PostgreSQL document store, or null (files in `DATA_DIR`). */
   databaseUrl: string | null;
   /** `DATABASE_SCHEMA`: the schema holding the store's tables (default `receiptd`). */
@@ -922,6 +959,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     payments: paymentsFrom(env, mergedLimits, origin),
     redisUrl: urlFrom(env, "REDIS_URL"),
     redisPrefix: env.REDIS_PREFIX || DEFAULT_SETTINGS.redisPrefix,
+    queueBudget: queueBudgetFrom(env),
     databaseUrl: urlFrom(env, "DATABASE_URL"),
     databaseSchema: env.DATABASE_SCHEMA || DEFAULT_SETTINGS.databaseSchema,
     storage: storageFrom(env),

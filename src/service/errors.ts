@@ -144,6 +144,8 @@ export const ERROR_STATUS = {
   evaluation_keys_exhausted: 429,
   payment_rate_limited: 429,
   too_many_uploads: 429,
+  // An address's keyless refusals (404s, caps' 429s) past its in-process bucket (issue 34).
+  too_many_refusals: 429,
   headers_too_large: 431,
   // The client closed its connection before its answer (nginx's 499): nobody reads the body,
   // but the audit line and the metrics say what happened to the request.
@@ -161,6 +163,8 @@ export const ERROR_STATUS = {
   work_limit_exceeded: 503,
   too_many_connections: 503,
   memory_budget_exceeded: 503,
+  // A queue's byte budget in Redis, or the principal's share of it, is full (issue 34).
+  queue_full: 503,
   store_unavailable: 503,
   anchor_store_unavailable: 503,
   settlement_store_unavailable: 503,

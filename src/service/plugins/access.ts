@@ -18,6 +18,7 @@ import fastifyPlugin from "fastify-plugin";
 import {
   ANONYMOUS_ADDRESS_BUCKET_PREFIX,
   ANONYMOUS_NETWORK_BUCKET_PREFIX,
+  anonymousShareBuckets,
   consumeAnonymous,
 } from "../../access/anonymous-cap.js";
 import {
@@ -47,6 +48,7 @@ import {
   type Principal,
   x402Principal,
 } from "../../access/principal.js";
+import { RefusalBuckets } from "../../access/refusal-buckets.js";
 import {
   PassTokenError,
   type PassTokenErrorCode,
@@ -299,6 +301,9 @@ declare module "fastify" {
 }
 
 export function registerAccessControl(app: FastifyInstance, services: AccessServices): void {
+  // Keyless refusals per address, in this process (access/refusal-buckets.ts, issue 34).
+  const refusals = new RefusalBuckets();
+  const keylessAddress = new WeakMap<FastifyRequest, string>();
   app.decorateRequest("principal", ANONYMOUS);
   app.decorateRequest("credential", null);
   app.decorateRequest("capCharge", null);
@@ -325,6 +330,18 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
    */
   async function chargeAnonymous(request: FastifyRequest, reply: FastifyReply) {
     const { limits, addressKey } = services;
+    // Past its keyless refusals, an address is refused before any cap is asked: no Redis.
+    const address = anonymousShareBuckets(request.ip, addressKey).address;
+    const waitSeconds = refusals.waitSeconds(address, services.clock());
+    if (waitSeconds > 0) {
+      request.server.metrics.capRefusals.inc({ bucket: "refusals" });
+      return accessRefusal(
+        "too_many_refusals",
+        { detail: "this address was refused too often; wait before asking again" },
+        { "retry-after": String(waitSeconds) },
+      );
+    }
+    keylessAddress.set(request, address);
     const anonymousLimits = {
       dailyCap: limits.anonymousDailyCap,
       perAddressDailyCap: limits.anonymousAddressDailyCap,
@@ -578,6 +595,10 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     const sent = await settlePayment(request, reply, payload);
     // After settlement, whose failure turns a result into a refusal.
     await settleCharge(request, reply);
+    const address = keylessAddress.get(request);
+    if (address !== undefined && reply.statusCode >= 400 && !isChargedAnswer(reply)) {
+      refusals.take(address, services.clock());
+    }
     return sent;
   });
 

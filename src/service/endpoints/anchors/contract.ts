@@ -184,6 +184,7 @@ export const storeAnchorOperation = defineOperation({
     "invalid_proof_encoding",
     "proof_rejected",
     "anchor_quota_exceeded",
+    "queue_full",
   ],
   schema: postAnchorSchema,
 });

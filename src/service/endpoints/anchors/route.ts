@@ -67,6 +67,7 @@ export async function anchorRoutes(app: FastifyInstance, options: AnchorRoutesOp
         jobId: prepared.jobId,
         job: prepared.job,
         waitMs: storeWaitMs,
+        principal: request.principal,
         statusUrl: `/anchors/${digest}`,
         pending: { digest },
         unavailable: {

@@ -127,6 +127,10 @@ function derivedCodes(facts: RouteFacts, payments: boolean): ErrorCode[] {
       ...(access === "anonymous" ? [] : (["conflicting_credentials"] as const)),
       "daily_cap_reached",
     );
+    // Keyless calls of an address refused too often (access/refusal-buckets.ts).
+    if (access === "anonymous" || access === "keyless" || access === "mixed") {
+      codes.push("too_many_refusals");
+    }
   }
   if (facts.idempotent) {
     codes.push(

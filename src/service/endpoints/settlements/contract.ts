@@ -174,6 +174,7 @@ export const recordPaymentReceiptOperation = defineOperation({
     "invalid_transaction_hash",
     "internal_token_required",
     "loopback_only",
+    "queue_full",
   ],
   schema: postPaymentReceiptSchema,
 });

@@ -45,6 +45,7 @@ export async function paymentReceiptRoutes(
         jobId: prepared.jobId,
         job: prepared.job,
         waitMs: storeWaitMs,
+        principal: request.principal,
         statusUrl: `/receipts/${tx}`,
         pending: { tx },
         unavailable: {
