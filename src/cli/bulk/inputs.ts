@@ -9,7 +9,7 @@ import { createReadStream } from "node:fs";
 import { open, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { MAX_BUNDLE_BYTES } from "../../verifier/bundle/verify-document.js";
+import { MAX_BUNDLE_BYTES } from "../../verifier/bundle/limits.js";
 
 /** One input: its bytes, or why there are none. */
 export type BulkInput =
