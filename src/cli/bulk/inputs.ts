@@ -150,7 +150,7 @@ export async function* bulkInputs(
     for await (const path of files) {
       if (options.ndjson) {
         try {
-          yield* ndjsonLines(createReadStream(path, { highWaterMark: 1 << 20 }), path);
+          yield* ndjsonLines(createReadStream(path, { highWaterMark: 1 << 16 }), path);
         } catch (error) {
           yield {
             source: path,
