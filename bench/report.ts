@@ -68,6 +68,11 @@ function machineLine(run: BenchRun): string {
   return `machine: ${cpus} × ${cpuModel}, ${oneDecimal.format(memoryGiB)} GiB, node ${node}, ${platform}`;
 }
 
+/** A CLI run (the bulk scenarios) makes no requests: it has no latency to show. */
+function latencyCell(result: ScenarioResult, milliseconds: number): string {
+  return result.kind === "cli" ? "—" : oneDecimal.format(milliseconds);
+}
+
 interface Column {
   header: string;
   numeric: boolean;
@@ -83,15 +88,19 @@ function columnsFor(run: BenchRun): Column[] {
     { header: "scenario", numeric: false, cell: (r) => r.title },
     { header: "target", numeric: false, cell: (r) => r.target },
     { header: "conns", numeric: true, cell: (r) => wholeNumber.format(r.connections) },
-    { header: "req/s", numeric: true, cell: (r) => formatRate(r.requestsPerSecond) },
+    {
+      header: "req/s",
+      numeric: true,
+      cell: (r) => (r.kind === "cli" ? "—" : formatRate(r.requestsPerSecond)),
+    },
     {
       header: "items/s",
       numeric: true,
       cell: (r) => `${formatRate(r.itemsPerSecond)} ${r.unit}/s`,
     },
-    { header: "p50 ms", numeric: true, cell: (r) => oneDecimal.format(r.latencyMs.p50) },
-    { header: "p95 ms", numeric: true, cell: (r) => oneDecimal.format(r.latencyMs.p95) },
-    { header: "p99 ms", numeric: true, cell: (r) => oneDecimal.format(r.latencyMs.p99) },
+    { header: "p50 ms", numeric: true, cell: (r) => latencyCell(r, r.latencyMs.p50) },
+    { header: "p95 ms", numeric: true, cell: (r) => latencyCell(r, r.latencyMs.p95) },
+    { header: "p99 ms", numeric: true, cell: (r) => latencyCell(r, r.latencyMs.p99) },
     { header: "errors", numeric: true, cell: (r) => wholeNumber.format(r.errors) },
     {
       header: hasWorker ? "peak MB svc/worker" : "peak RSS MB",
@@ -295,6 +304,7 @@ export function renderSvg(run: BenchRun): string {
     groups.set(result.scenario, [...(groups.get(result.scenario) ?? []), result]);
   }
   const measured = run.results.filter((result) => result.skipped === undefined);
+  const hasLatency = (result: ScenarioResult) => result.kind !== "cli";
   const panels = [
     {
       heading: "throughput, log scale (each bar in its unit/s)",
@@ -303,8 +313,10 @@ export function renderSvg(run: BenchRun): string {
     },
     {
       heading: "p99 latency (ms), log scale",
-      value: (r: ScenarioResult) => r.latencyMs.p99,
-      label: (r: ScenarioResult) => `${oneDecimal.format(r.latencyMs.p99)} ms`,
+      // A CLI run has no latency: no bar, a dash (its zero would also stretch the axis).
+      value: (r: ScenarioResult) => (hasLatency(r) ? r.latencyMs.p99 : 0),
+      label: (r: ScenarioResult) =>
+        hasLatency(r) ? `${oneDecimal.format(r.latencyMs.p99)} ms` : "—",
     },
   ].map((panel, index) => ({
     ...panel,

@@ -10,6 +10,18 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { isParseArgsError, usageErrorText } from "../src/cli/entry.js";
+import {
+  BULK_SCENARIO_IDS,
+  BULK_SIZES,
+  type BulkInputs,
+  type BulkScenarioId,
+  batch50Rate,
+  bulkInputs,
+  CLI_TARGET,
+  measureBulkLocal,
+  measureBulkRemote,
+  measureBulkRss,
+} from "./bulk-scenarios.js";
 import { measureCeiling } from "./ceiling.js";
 import { signaturesOf } from "./fixtures.js";
 import { runLoad } from "./load.js";
@@ -48,7 +60,9 @@ Starts receiptd and measures it over HTTP; writes bench/results/latest.{json,svg
   --no-floor               skip the floor (bench/floor-server.ts: node:http and worker
                            threads running receiptd's own verification, nothing else),
                            which otherwise answers the verification scenarios too
-  --scenarios a,b,...      run only these (${SCENARIOS.map((s) => s.id).join(", ")})
+  --scenarios a,b,...      run only these (${[...SCENARIOS.map((s) => s.id), ...BULK_SCENARIO_IDS].join(", ")})
+  --bulk-bundles N         bundles of bulk-local and bulk-remote (default ${BULK_SIZES.full.bundles}; quick ${BULK_SIZES.quick.bundles})
+  --bulk-rss-lines N       NDJSON lines of bulk-rss (default ${BULK_SIZES.full.rssLines}; quick ${BULK_SIZES.quick.rssLines})
   --seconds N              measured seconds per scenario (default 10; quick 1)
   --connections N          override every scenario's connection count
   --threads N              CPU_THREADS of the receiptd this harness starts (default: cores)
@@ -85,6 +99,8 @@ function parseOptions() {
       "no-local": { type: "boolean", default: false },
       "no-floor": { type: "boolean", default: false },
       scenarios: { type: "string" },
+      "bulk-bundles": { type: "string" },
+      "bulk-rss-lines": { type: "string" },
       seconds: { type: "string" },
       connections: { type: "string" },
       threads: { type: "string" },
@@ -204,7 +220,8 @@ async function runBench(): Promise<number> {
     durationMs: seconds * 1000,
   };
   const wanted = args.scenarios?.split(",").map((id) => id.trim());
-  const unknown = wanted?.filter((id) => !SCENARIOS.some((s) => s.id === id)) ?? [];
+  const known = new Set<string>([...SCENARIOS.map((s) => s.id), ...BULK_SCENARIO_IDS]);
+  const unknown = wanted?.filter((id) => !known.has(id)) ?? [];
   if (unknown.length > 0) throw new UsageError(`unknown scenario(s): ${unknown.join(", ")}`);
   const targets = args.target.map(targetOrigin);
   const targetKey = perTarget(args["target-key"], "--target-key", targets.length);
@@ -213,6 +230,12 @@ async function runBench(): Promise<number> {
   const mode = args.distributed ? "distributed" : "embedded";
   const connections = positiveInteger(args.connections, "--connections");
   const threads = positiveInteger(args.threads, "--threads");
+  const bulkSizes = args.quick ? BULK_SIZES.quick : BULK_SIZES.full;
+  const bulk = {
+    ids: BULK_SCENARIO_IDS.filter((id) => wanted === undefined || wanted.includes(id)),
+    bundles: positiveInteger(args["bulk-bundles"], "--bulk-bundles") ?? bulkSizes.bundles,
+    rssLines: positiveInteger(args["bulk-rss-lines"], "--bulk-rss-lines") ?? bulkSizes.rssLines,
+  };
 
   console.log("measuring the Ed25519 ceilings (libsodium, then OpenSSL) on every core …");
   const ceilingMs = args.quick ? 500 : 3_000;
@@ -283,6 +306,17 @@ async function runBench(): Promise<number> {
         results.push(await runScenario(scenario, measured, ceiling, timing, connections));
       }
     }
+    if (bulk.ids.length > 0) {
+      results.push(
+        ...(await runBulkScenarios(bulk, {
+          deployments: deployments.filter((measured) => !measured.floor),
+          local: !args["no-local"],
+          ceiling,
+          timing,
+          earlier: results,
+        })),
+      );
+    }
     // A quick run understates the hot paths (docs/benchmarks.md): no default baseline for it.
     const previousFile =
       args["no-previous"] || (args.quick && args.previous === undefined)
@@ -318,7 +352,9 @@ async function runBench(): Promise<number> {
     // service is broken (the smoke run in `npm test` relies on this); goals never fail a run.
     const broken = results.filter(
       (result) =>
-        result.errors > 0 || (result.skipped !== undefined && result.target === localLabel),
+        result.errors > 0 ||
+        (result.skipped !== undefined &&
+          (result.target === localLabel || result.target === CLI_TARGET)),
     );
     for (const result of broken) {
       console.error(
@@ -329,6 +365,95 @@ async function runBench(): Promise<number> {
   } finally {
     await Promise.all([local?.stop(), floor?.stop()]);
   }
+}
+
+/**
+ * The bulk scenarios (bulk-scenarios.ts): `receiptd verify` as a process, after the HTTP
+ * scenarios. bulk-local and bulk-rss need no server (they run unless --no-local);
+ * bulk-remote runs against each deployment, beside its batch-50 rate from this run (or
+ * measured here when batch-50 was not run). A CLI that fails is a skipped row.
+ */
+async function runBulkScenarios(
+  bulk: { ids: BulkScenarioId[]; bundles: number; rssLines: number },
+  context: {
+    deployments: Measured[];
+    local: boolean;
+    ceiling: CeilingMeasurement;
+    timing: { warmupMs: number; durationMs: number };
+    earlier: readonly ScenarioResult[];
+  },
+): Promise<ScenarioResult[]> {
+  const results: ScenarioResult[] = [];
+  const attempt = async (
+    scenario: BulkScenarioId,
+    target: string,
+    measure: () => Promise<ScenarioResult>,
+  ) => {
+    console.log(`  ${scenario} @ ${target} …`);
+    try {
+      results.push(await measure());
+    } catch (error) {
+      results.push(skippedBulk(scenario, target, error));
+    }
+  };
+  let inputs: BulkInputs | undefined;
+  try {
+    if (bulk.ids.includes("bulk-local") || bulk.ids.includes("bulk-remote")) {
+      inputs = await bulkInputs(bulk.bundles);
+    }
+    const shared = inputs;
+    if (shared !== undefined && context.local && bulk.ids.includes("bulk-local")) {
+      await attempt("bulk-local", CLI_TARGET, () => measureBulkLocal(shared, context.ceiling));
+    }
+    if (shared !== undefined && bulk.ids.includes("bulk-remote")) {
+      for (const { deployment, pids } of context.deployments) {
+        await attempt("bulk-remote", deployment.label, async () => {
+          const batch50 = context.earlier.find(
+            (result) =>
+              result.scenario === "batch-50" &&
+              result.target === deployment.label &&
+              result.skipped === undefined &&
+              result.errors === 0 &&
+              // A quick run's second may end before a batch is answered.
+              result.itemsPerSecond > 0,
+          );
+          const batchRate =
+            batch50?.itemsPerSecond ?? (await batch50Rate(deployment, context.timing));
+          const rss = pids.web === undefined ? null : new PeakRss(pids.web);
+          rss?.start();
+          return measureBulkRemote(shared, deployment, batchRate, context.ceiling, () =>
+            rss === null ? null : rss.stop(),
+          );
+        });
+      }
+    }
+    if (context.local && bulk.ids.includes("bulk-rss")) {
+      await attempt("bulk-rss", CLI_TARGET, () => measureBulkRss(bulk.rssLines, context.ceiling));
+    }
+  } finally {
+    await inputs?.close();
+  }
+  return results;
+}
+
+function skippedBulk(scenario: BulkScenarioId, target: string, error: unknown): ScenarioResult {
+  return {
+    scenario,
+    title: scenario,
+    target,
+    kind: "cli",
+    skipped: error instanceof Error ? error.message : String(error),
+    connections: 0,
+    requests: 0,
+    errors: 0,
+    seconds: 0,
+    requestsPerSecond: 0,
+    unit: "bundles",
+    itemsPerSecond: 0,
+    latencyMs: { p50: 0, p95: 0, p99: 0, max: 0 },
+    peakRssMiB: null,
+    ceilingRatio: null,
+  };
 }
 
 /**

@@ -17,6 +17,13 @@ export interface ScenarioResult {
   title: string;
   /** Which deployment answered: `receiptd` (the one the harness started) or a `--target` label. */
   target: string;
+  /**
+   * `cli`: a run of `receiptd verify` as a process (the bulk scenarios, bulk-scenarios.ts):
+   * one "request" per bundle and no latency; with the CLI for its target, its RSS is the CLI's.
+   */
+  kind?: "cli";
+  /** What the goal divides by, measured in the same run (the library's rate, batch-50's). */
+  reference?: { description: string; itemsPerSecond: number };
   /** Set when the scenario could not run against this target; every figure is then zero. */
   skipped?: string;
   connections: number;

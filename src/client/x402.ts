@@ -7,10 +7,11 @@
  * `PAYMENT-SIGNATURE`. A viem `LocalAccount` is such a signer.
  */
 import { randomBytes } from "node:crypto";
-import { decodeBase64Json, encodeBase64Json } from "../payments/codec.js";
+import { type Authorization, decodeBase64Json, encodeBase64Json } from "../payments/codec.js";
 import { transferWithAuthorizationTypedData } from "../payments/eip3009.js";
-import { requirementFromWire } from "../payments/requirements.js";
-import { fromPlain, toPlain } from "../verifier/json/value.js";
+import type { Address } from "../payments/formats.js";
+import { type ExactRequirement, requirementFromWire } from "../payments/requirements.js";
+import { fromPlain, type JsonObject, jsonObject, toPlain } from "../verifier/json/value.js";
 
 /** A 402 as the hook sees it: the decoded v2 `PAYMENT-REQUIRED` header. */
 export interface PaymentChallenge {
@@ -67,6 +68,60 @@ export interface ExactPayerOptions {
   maxAmount?: bigint;
 }
 
+/** An EIP-3009 authorization and its signature: the `exact` scheme's payment. */
+export interface SignedAuthorization {
+  authorization: Authorization;
+  signature: Hex;
+}
+
+/**
+ * The authorization an x402 SDK client signs for `requirement` at `nowSeconds`: the whole
+ * amount to `payTo`, valid from ten minutes ago (clock skew) until the offer's timeout, under
+ * a random 32-byte nonce.
+ */
+export function exactAuthorization(
+  from: Address,
+  requirement: ExactRequirement,
+  nowSeconds: bigint,
+): Authorization {
+  return {
+    from,
+    to: requirement.payTo,
+    value: requirement.amount,
+    validAfter: nowSeconds - 600n,
+    validBefore: nowSeconds + BigInt(requirement.maxTimeoutSeconds),
+    nonce: `0x${randomBytes(32).toString("hex")}`,
+  };
+}
+
+/** Signs `authorization` as EIP-712 `TransferWithAuthorization` on the offer's token. */
+export async function signExactAuthorization(
+  signer: Pick<TypedDataSigner, "signTypedData">,
+  requirement: ExactRequirement,
+  authorization: Authorization,
+): Promise<SignedAuthorization> {
+  const signature = await signer.signTypedData(
+    transferWithAuthorizationTypedData(requirement, authorization),
+  );
+  return { authorization, signature };
+}
+
+/** The `payload` member of an `exact` payment (v1 and v2 alike): integers as decimal strings. */
+export function exactPayload(signed: SignedAuthorization): JsonObject {
+  const { authorization } = signed;
+  return jsonObject({
+    signature: signed.signature,
+    authorization: jsonObject({
+      from: authorization.from,
+      to: authorization.to,
+      value: authorization.value.toString(),
+      validAfter: authorization.validAfter.toString(),
+      validBefore: authorization.validBefore.toString(),
+      nonce: authorization.nonce,
+    }),
+  });
+}
+
 /** The payment hook for the `exact` scheme, signing with `signer`. */
 export function x402ExactPayer(
   signer: TypedDataSigner,
@@ -78,33 +133,12 @@ export function x402ExactPayer(
     if (offer === undefined) return null;
     const requirement = requirementFromWire(fromPlain(offer), 2);
     if (options.maxAmount !== undefined && requirement.amount > options.maxAmount) return null;
-    const now = BigInt(nowSeconds());
-    const authorization = {
-      from: signer.address,
-      to: requirement.payTo,
-      value: requirement.amount,
-      validAfter: now - 600n,
-      validBefore: now + BigInt(requirement.maxTimeoutSeconds),
-      nonce: `0x${randomBytes(32).toString("hex")}` as Hex,
-    };
-    const signature = await signer.signTypedData(
-      transferWithAuthorizationTypedData(requirement, authorization),
-    );
+    const authorization = exactAuthorization(signer.address, requirement, BigInt(nowSeconds()));
     const payment = {
       x402Version: 2,
       resource: challenge.resource,
       accepted: offer,
-      payload: {
-        signature,
-        authorization: {
-          from: authorization.from,
-          to: authorization.to,
-          value: authorization.value.toString(),
-          validAfter: authorization.validAfter.toString(),
-          validBefore: authorization.validBefore.toString(),
-          nonce: authorization.nonce,
-        },
-      },
+      payload: exactPayload(await signExactAuthorization(signer, requirement, authorization)),
     };
     return { header: "PAYMENT-SIGNATURE", value: encodeBase64Json(fromPlain(payment)) };
   };

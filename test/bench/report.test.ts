@@ -450,3 +450,44 @@ describe("writeReport", () => {
     }
   });
 });
+
+describe("a bulk scenario's row (a CLI run, no requests)", () => {
+  const cliRun: BenchRun = {
+    ...run,
+    results: [
+      result({}),
+      result({
+        scenario: "bulk-local",
+        title: "receiptd verify --ndjson, 20,000 bundles",
+        target: "receiptd verify (CLI)",
+        kind: "cli",
+        connections: 2,
+        requestsPerSecond: 512.4,
+        itemsPerSecond: 512.4,
+        latencyMs: { p50: 0, p95: 0, p99: 0, max: 0 },
+        peakRssMiB: 110,
+        reference: { description: "the library on every core", itemsPerSecond: 530 },
+        goal: { description: "≥ 85% of the library's 530/s: 96.7%", met: true },
+      }),
+    ],
+  };
+
+  test("shows its rate, RSS and goal with the ratio, and a dash for latency and req/s", () => {
+    const row = renderTable(cliRun)
+      .split("\n")
+      .find((line) => line.startsWith("receiptd verify --ndjson"));
+    assert.ok(row);
+    assert.match(row, / — +512 bundles\/s +— +— +— +0 +115 /);
+    assert.match(row, /✓ ≥ 85% of the library's 530\/s: 96\.7%$/);
+  });
+
+  test("draws its throughput bar; its latency bar is empty and labelled —", () => {
+    const svg = renderSvg(cliRun);
+    assert.equal((svg.match(/<rect class="bar"/g) ?? []).length, 2 * 2);
+    assert.match(svg, />512 bundles\/s</);
+    assert.match(
+      svg,
+      /<rect class="bar" x="496" y="\d+" width="0\.0"[^>]*><title>receiptd verify \(CLI\): —<\/title>/,
+    );
+  });
+});

@@ -197,6 +197,22 @@ describe("receiptd verify in bulk, locally", () => {
     assert.equal(summary.total, 3);
   });
 
+  test("a line larger than a chunk's buffer travels alone and keeps its place", async () => {
+    const bundle = JSON.stringify(
+      JSON.parse(corpusBytes("vectors/01_happy_minimal.json").toString()),
+    );
+    // Over the 1 MiB a chunk is copied into, under the 8 MiB limit: trailing blanks are JSON.
+    const padded = `${bundle}${" ".repeat(1_500_000)}`;
+    const path = join(scratch, "large-line.ndjson");
+    await writeFile(path, [bundle, padded, bundle, padded, bundle].join("\n"));
+    const result = await verifyCli(["--ndjson", path, "--jobs", "1"]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(
+      parseLines(result.stdout).map((line) => [line.source, line.verdict]),
+      [1, 2, 3, 4, 5].map((at) => [`${path}:${at}`, "TRUSTED"]),
+    );
+  });
+
   test("kill -9 mid-run, then --resume: exactly one line per input, in order", {
     timeout: 300_000,
   }, async () => {

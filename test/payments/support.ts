@@ -1,8 +1,12 @@
 /** Payments test helpers: generated wallets that sign real EIP-3009 authorizations. */
-import { randomBytes } from "node:crypto";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
+import {
+  exactAuthorization,
+  exactPayload,
+  type SignedAuthorization,
+  signExactAuthorization,
+} from "../../src/client/x402.js";
 import { type Authorization, encodeBase64Json } from "../../src/payments/codec.js";
-import { transferWithAuthorizationTypedData } from "../../src/payments/eip3009.js";
 import type { Hex } from "../../src/payments/formats.js";
 import {
   type ExactRequirement,
@@ -43,14 +47,11 @@ export function wallet(): PrivateKeyAccount {
   return privateKeyToAccount(generatePrivateKey());
 }
 
-export interface SignedAuthorization {
-  authorization: Authorization;
-  signature: Hex;
-}
+export type { SignedAuthorization };
 
 /**
- * Signs an authorization the way an x402 SDK client does (validAfter = now - 600,
- * validBefore = now + maxTimeoutSeconds, random nonce), with `overrides` applied to what is
+ * Signs an authorization the way an x402 SDK client does, with the client's own builder
+ * (`receiptd/client`'s x402 hook) at the tests' clock, and `overrides` applied to what is
  * signed.
  */
 export async function signAuthorization(
@@ -58,37 +59,11 @@ export async function signAuthorization(
   requirement: ExactRequirement,
   overrides: Partial<Authorization> = {},
 ): Promise<SignedAuthorization> {
-  const authorization: Authorization = {
-    from: account.address,
-    to: requirement.payTo,
-    value: requirement.amount,
-    validAfter: NOW_S - 600n,
-    validBefore: NOW_S + BigInt(requirement.maxTimeoutSeconds),
-    nonce: `0x${randomBytes(32).toString("hex")}`,
+  const authorization = {
+    ...exactAuthorization(account.address, requirement, NOW_S),
     ...overrides,
   };
-  const signature = await account.signTypedData(
-    transferWithAuthorizationTypedData(requirement, authorization),
-  );
-  return { authorization, signature };
-}
-
-function authorizationJson(authorization: Authorization): JsonObject {
-  return jsonObject({
-    from: authorization.from,
-    to: authorization.to,
-    value: authorization.value.toString(),
-    validAfter: authorization.validAfter.toString(),
-    validBefore: authorization.validBefore.toString(),
-    nonce: authorization.nonce,
-  });
-}
-
-function exactPayload(signed: SignedAuthorization): JsonObject {
-  return jsonObject({
-    signature: signed.signature,
-    authorization: authorizationJson(signed.authorization),
-  });
+  return signExactAuthorization(account, requirement, authorization);
 }
 
 export function v1Payment(network: string, signed: SignedAuthorization): JsonObject {

@@ -9,7 +9,7 @@ import { createReadStream } from "node:fs";
 import { open, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { MAX_BUNDLE_BYTES } from "../../verifier/bundle/verify-document.js";
+import { MAX_BUNDLE_BYTES } from "../../verifier/bundle/limits.js";
 
 /** One input: its bytes, or why there are none. */
 export type BulkInput =
@@ -150,7 +150,7 @@ export async function* bulkInputs(
     for await (const path of files) {
       if (options.ndjson) {
         try {
-          yield* ndjsonLines(createReadStream(path, { highWaterMark: 1 << 20 }), path);
+          yield* ndjsonLines(createReadStream(path, { highWaterMark: 1 << 16 }), path);
         } catch (error) {
           yield {
             source: path,

@@ -5,7 +5,6 @@
  * `--ndjson --jobs --remote --key --out --resume --summary --full` — is a bulk run.
  */
 import { stat } from "node:fs/promises";
-import * as single from "../continuity-receipt-verify.js";
 import { type CliIo, processIo } from "../entry.js";
 import { CliUsageError, parseCommand } from "../parse-command.js";
 import { type BulkRequest, type BulkStreams, runBulk } from "./run.js";
@@ -135,7 +134,9 @@ export async function main(
       (found) => found.isDirectory(),
       () => false,
     );
-    if (!isDirectory) return single.main(argv, io, program);
+    // Loaded here: a bulk run's main thread only routes bytes and never needs the verifier.
+    if (!isDirectory)
+      return (await import("../continuity-receipt-verify.js")).main(argv, io, program);
     if (parsed.revocations > 0) {
       io.stderr(`error: --revocations takes one bundle, not a bulk run\n${usage(program)}\n`);
       return 2;

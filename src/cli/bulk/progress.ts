@@ -3,7 +3,6 @@
  * terminal: done/total when the total is known (files and directories), else the count;
  * rate, ETA and verdict counts. Nothing of it reaches a pipe or a file.
  */
-import cliProgress from "cli-progress";
 import type { Tally } from "./lines.js";
 
 export interface Progress {
@@ -22,13 +21,15 @@ function counts(tally: Tally) {
   };
 }
 
-export function startProgress(
+export async function startProgress(
   stream: NodeJS.WriteStream,
   total: number | null,
   startedAt: number,
   alreadyDone: number,
-): Progress {
+): Promise<Progress> {
   if (!stream.isTTY) return NONE;
+  // Loaded only for a terminal: a run into a pipe or a file carries none of it.
+  const { default: cliProgress } = await import("cli-progress");
   const verdicts = "T {trusted} U {untrusted} P {provisional} I {insufficient}";
   const format =
     total === null

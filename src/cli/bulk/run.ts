@@ -9,12 +9,8 @@
 import { availableParallelism } from "node:os";
 import type { Readable } from "node:stream";
 import { Worker } from "node:worker_threads";
-import { type BulkOutcome, ReceiptdClient, ReceiptdError } from "../../client/index.js";
-import {
-  bundleTooLarge,
-  MAX_BUNDLE_BYTES,
-  verifyBundleBytes,
-} from "../../verifier/bundle/verify-document.js";
+import { ReceiptdError } from "../../client/errors.js";
+import { bundleTooLarge } from "../../verifier/bundle/limits.js";
 import { codedErrorClass } from "../../verifier/coded-error.js";
 import type { CliIo } from "../entry.js";
 import { type BulkInput, bulkInputs, countInputs } from "./inputs.js";
@@ -48,8 +44,6 @@ const CHUNK_ITEMS = 64;
 const CHUNK_BYTES = 1 << 20;
 /** Chunks waiting or running per worker: enough to keep it busy, few enough to bound memory. */
 const CHUNKS_PER_WORKER = 3;
-/** Remote lines are written in groups of this many (fewer writes, same order). */
-const REMOTE_WRITE_LINES = 256;
 const RUNNING_FROM_SOURCE = import.meta.url.endsWith(".ts");
 /**
  * V8 lets each isolate's young generation grow to tens of MB; with a thread per core that was
@@ -87,7 +81,7 @@ async function* skipDone(
 }
 
 /** The line of an input that never reaches the verifier. */
-function earlyLine(input: BulkInput, tally: Tally): string | null {
+export function earlyLine(input: BulkInput, tally: Tally): string | null {
   if ("unreadable" in input)
     return failureLine(input.source, `unreadable: ${input.unreadable}`, tally);
   if ("tooLarge" in input) {
@@ -96,10 +90,35 @@ function earlyLine(input: BulkInput, tally: Tally): string | null {
   return null;
 }
 
-interface RunState {
+export interface RunState {
   tally: Tally;
   done: number;
   progress: Progress;
+}
+
+/**
+ * The buffers chunks travel in, moved to a worker and back: at most one per chunk in flight
+ * and one being filled, so the bytes waiting for a worker stay bounded and are never garbage.
+ */
+class ChunkBuffers {
+  readonly #free: Uint8Array<ArrayBuffer>[] = [];
+
+  take(): Uint8Array<ArrayBuffer> {
+    return this.#free.pop() ?? new Uint8Array(CHUNK_BYTES);
+  }
+
+  /** A buffer back from a worker; one made for a single large bundle is let go. */
+  give(buffer: Uint8Array<ArrayBuffer>): void {
+    if (buffer.length === CHUNK_BYTES) this.#free.push(buffer);
+  }
+}
+
+/** Bundles copied one after another into a buffer, with their sources and lengths. */
+interface Chunk {
+  buffer: Uint8Array<ArrayBuffer>;
+  sources: string[];
+  lengths: number[];
+  bytes: number;
 }
 
 async function runLocal(
@@ -124,6 +143,7 @@ async function runLocal(
         )
       : new Worker(workerUrl, { resourceLimits: WORKER_LIMITS }),
   );
+  const buffers = new ChunkBuffers();
   const load = new Map<Worker, number>(workers.map((worker) => [worker, 0]));
   /** Finished chunks waiting for their turn, by id. */
   const finished = new Map<number, { text: string; tally: Tally; count: number }>();
@@ -139,6 +159,7 @@ async function runLocal(
   for (const worker of workers) {
     worker.on("message", (answer: ChunkAnswer) => {
       load.set(worker, (load.get(worker) ?? 1) - 1);
+      buffers.give(answer.joined);
       finished.set(answer.id, {
         text: answer.text,
         tally: answer.tally,
@@ -192,51 +213,53 @@ async function runLocal(
     await writing;
   };
   const waitForRoom = () => settle(jobs * CHUNKS_PER_WORKER - 1);
-  const send = (sources: string[], bundles: Uint8Array[]) => {
+  const send = (chunk: Chunk) => {
     const id = nextId++;
-    counts.set(id, sources.length);
+    counts.set(id, chunk.sources.length);
     let target = workers[0] as Worker;
     for (const worker of workers) {
       if ((load.get(worker) ?? 0) < (load.get(target) ?? 0)) target = worker;
     }
     load.set(target, (load.get(target) ?? 0) + 1);
-    // One buffer of its own, moved to the worker: a line is a view into a 1 MiB read, and
-    // posting the view would copy the whole read with it.
-    const lengths = bundles.map((bundle) => bundle.length);
-    const joined = new Uint8Array(lengths.reduce((sum, length) => sum + length, 0));
-    let offset = 0;
-    for (const bundle of bundles) {
-      joined.set(bundle, offset);
-      offset += bundle.length;
-    }
     const message: ChunkRequest = {
       id,
-      sources,
-      joined,
-      lengths,
+      sources: chunk.sources,
+      joined: chunk.buffer,
+      lengths: chunk.lengths,
       requireAnchor: request.requireAnchor,
       full: request.full,
     };
-    target.postMessage(message, [joined.buffer]);
+    target.postMessage(message, [chunk.buffer.buffer]);
   };
   try {
-    let sources: string[] = [];
-    let bundles: Uint8Array[] = [];
-    let bytes = 0;
+    let chunk: Chunk | null = null;
     const sendPending = async () => {
-      if (sources.length === 0) return;
+      if (chunk === null) return;
+      const full = chunk;
+      chunk = null;
       await waitForRoom();
-      send(sources, bundles);
-      sources = [];
-      bundles = [];
-      bytes = 0;
+      send(full);
     };
     for await (const input of inputs) {
       if ("bytes" in input) {
-        sources.push(input.source);
-        bundles.push(input.bytes);
-        bytes += input.bytes.length;
-        if (sources.length >= CHUNK_ITEMS || bytes >= CHUNK_BYTES) await sendPending();
+        const length = input.bytes.length;
+        if (chunk !== null && chunk.bytes + length > chunk.buffer.length) await sendPending();
+        // Copied at once into the chunk's own buffer: the line is a view into a read of the
+        // input, which is then garbage young (a view kept until the chunk left, or posted
+        // as it is, held the whole read).
+        chunk ??= {
+          buffer: length > CHUNK_BYTES ? new Uint8Array(length) : buffers.take(),
+          sources: [],
+          lengths: [],
+          bytes: 0,
+        };
+        chunk.buffer.set(input.bytes, chunk.bytes);
+        chunk.bytes += length;
+        chunk.sources.push(input.source);
+        chunk.lengths.push(length);
+        if (chunk.sources.length >= CHUNK_ITEMS || chunk.bytes >= chunk.buffer.length) {
+          await sendPending();
+        }
         continue;
       }
       await sendPending();
@@ -250,95 +273,6 @@ async function runLocal(
     await settle(0);
   } finally {
     await Promise.all(workers.map((worker) => worker.terminate()));
-  }
-}
-
-interface RemoteItem {
-  index: number;
-  source: string;
-  bytes: Buffer;
-}
-
-async function runRemote(
-  request: BulkRequest,
-  inputs: AsyncGenerator<BulkInput>,
-  sink: LineSink,
-  state: RunState,
-): Promise<void> {
-  const client = new ReceiptdClient({
-    baseUrl: request.remote as string,
-    ...(request.key === null ? {} : { apiKey: request.key }),
-    connections: Math.max(2, request.jobs ?? 4),
-    userAgent: "receiptd-verify",
-  });
-  /** Lines of inputs that never went to the service, with their place in the order. */
-  const early: { index: number; line: string; tally: Tally }[] = [];
-  async function* toSend(): AsyncGenerator<RemoteItem> {
-    let index = 0;
-    for await (const input of inputs) {
-      const at = index++;
-      if ("bytes" in input) {
-        yield { index: at, source: input.source, bytes: input.bytes };
-        continue;
-      }
-      const tally = emptyTally();
-      early.push({ index: at, line: earlyLine(input, tally) ?? "", tally });
-    }
-  }
-  let text = "";
-  let lines = 0;
-  const tally = emptyTally();
-  const write = async (force: boolean) => {
-    if (text === "" || (!force && lines < REMOTE_WRITE_LINES)) return;
-    await sink.write(text);
-    state.done += lines;
-    addTally(state.tally, tally);
-    state.progress.update(state.done, state.tally);
-    text = "";
-    lines = 0;
-    Object.assign(tally, emptyTally());
-  };
-  const takeEarly = (before: number) => {
-    while (early.length > 0 && (early[0] as { index: number }).index < before) {
-      const entry = early.shift() as { line: string; tally: Tally };
-      text += entry.line;
-      lines += 1;
-      addTally(tally, entry.tally);
-    }
-  };
-  const lineOf = (outcome: BulkOutcome<RemoteItem>): string => {
-    const { source, bytes } = outcome.item;
-    if (outcome.result !== null) return resultLine(source, outcome.result, request.full, tally);
-    const error = outcome.error as ReceiptdError;
-    if (error.code === "bundle_not_json") {
-      // The verifier's own words for bytes that do not parse (what a local run says).
-      const local = verifyBundleBytes(bytes, {
-        universalNewlines: true,
-        maxBytes: MAX_BUNDLE_BYTES,
-      });
-      return resultLine(source, local, request.full, tally);
-    }
-    return failureLine(source, `${error.code}: ${error.detail}`, tally);
-  };
-  try {
-    for await (const outcome of client.verifyMany(toSend(), {
-      bundleOf: (item) => item.bytes,
-      concurrency: request.jobs ?? 4,
-      requireAnchor: request.requireAnchor,
-    })) {
-      takeEarly(outcome.item.index);
-      text += lineOf(outcome);
-      lines += 1;
-      await write(false);
-    }
-    takeEarly(Number.POSITIVE_INFINITY);
-    await write(true);
-  } catch (error) {
-    // What was answered before the failure is kept, so `--resume` carries on from there.
-    await write(true);
-    throw error;
-  } finally {
-    await client.close();
   }
 }
 
@@ -376,14 +310,14 @@ export async function runBulk(
   const state: RunState = {
     tally: point.tally,
     done: point.lines,
-    progress: startProgress(streams.stderr, total, startedAt, point.lines),
+    progress: await startProgress(streams.stderr, total, startedAt, point.lines),
   };
   let inputs = bulkInputs(request.inputs, { ndjson: request.ndjson, stdin: streams.stdin });
   if (point.lines > 0) inputs = skipDone(inputs, point.lines, point.lastSource);
   let failed: string | null = null;
   try {
     if (request.remote === null) await runLocal(request, inputs, sink, state);
-    else await runRemote(request, inputs, sink, state);
+    else await (await import("./remote.js")).runRemote(request, inputs, sink, state);
   } catch (error) {
     if (error instanceof ResumeMismatch) failed = error.message;
     else if (error instanceof ReceiptdError)

@@ -5,26 +5,13 @@
  */
 import { parseSigned, StrictJsonError } from "../json/parse.js";
 import type { VerifyOptions } from "./context.js";
-import type { Verdict, VerifyResult } from "./result.js";
+import { bundleTooLarge, type EarlyExitResult, MAX_BUNDLE_BYTES } from "./limits.js";
+import type { VerifyResult } from "./result.js";
 import { verifyParsedBundle } from "./verify-bundle.js";
 
-/** The reference CLI's `MAX_BUNDLE_BYTES`: exactly 8 MiB is still accepted. */
-export const MAX_BUNDLE_BYTES = 8 * 1024 * 1024;
-
-/** What the reference prints when it stops before verifying: no reasons, no summary, no rid. */
-export interface EarlyExitResult {
-  verdict: Verdict;
-  errors: { code: string; detail: string }[];
-}
+export { bundleTooLarge, type EarlyExitResult, MAX_BUNDLE_BYTES } from "./limits.js";
 
 export type DocumentResult = VerifyResult | EarlyExitResult;
-
-export function bundleTooLarge(size: number, limit = MAX_BUNDLE_BYTES): EarlyExitResult {
-  return {
-    verdict: "UNTRUSTED",
-    errors: [{ code: "bundle_too_large", detail: `${size} bytes exceeds limit ${limit}` }],
-  };
-}
 
 /** Maps a parse failure to the reference CLI's result. */
 export function unparseableBundle(error: StrictJsonError): EarlyExitResult {
