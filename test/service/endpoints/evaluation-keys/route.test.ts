@@ -224,6 +224,7 @@ describe("the terms in /info and /openapi.json", () => {
       "404",
       "409",
       "413",
+      "415",
       "429",
       "500",
       "503",
