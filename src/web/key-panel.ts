@@ -347,11 +347,22 @@ function outcomeView(
   }
 }
 
+/**
+ * When a retry may come. Retry-After is whole seconds rounded up and counted from the
+ * service's answer, so now + Retry-After lands up to a second past the moment the service
+ * meant (a reset at 00:00 showed as 00:00:01): a wait of a minute or more is shown to the
+ * nearest minute.
+ */
+function retryMoment(retryAfterSeconds: number): number {
+  const moment = Date.now() + retryAfterSeconds * 1000;
+  return retryAfterSeconds >= 60 ? Math.round(moment / 60_000) * 60_000 : moment;
+}
+
 function refusalView(refusal: Refusal, step: "challenge" | "issue"): HTMLElement {
   const facts: Child[] = [h("code", {}, refusal.code), ` · HTTP ${refusal.status}`];
   if (refusal.retryAfterSeconds !== null) {
     facts.push(
-      ` · Retry-After: ${refusal.retryAfterSeconds.toLocaleString("en")} s (${formatUtc(Date.now() + refusal.retryAfterSeconds * 1000)})`,
+      ` · Retry-After: ${refusal.retryAfterSeconds.toLocaleString("en")} s (${formatUtc(retryMoment(refusal.retryAfterSeconds))})`,
     );
   }
   return h(
