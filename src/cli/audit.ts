@@ -7,7 +7,7 @@
 import { auditDirFrom } from "../access/audit.js";
 import { compactAuditDir } from "../access/audit-files.js";
 import type { Env } from "../io/env.js";
-import { ConfigError, loadConfig, type ServiceConfig } from "../service/config.js";
+import { configOrReport } from "./config-or-report.js";
 import { type CliIo, processIo } from "./entry.js";
 import { CliUsageError, parseCommand } from "./parse-command.js";
 
@@ -46,14 +46,8 @@ export async function main(
     },
   });
   if (typeof parsed === "number") return parsed;
-  let config: ServiceConfig;
-  try {
-    config = loadConfig(env);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    io.stderr(`error: ${error.message}\n`);
-    return 2;
-  }
+  const config = configOrReport(env, io);
+  if (config === undefined) return 2;
   const auditDir = parsed.audit ?? auditDirFrom(env, config.dataDir);
   try {
     const report = await compactAuditDir(auditDir, {

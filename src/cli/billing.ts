@@ -16,8 +16,9 @@ import {
   meterMonth,
 } from "../access/billing.js";
 import type { Env } from "../io/env.js";
-import { ConfigError, loadConfig, type ServiceConfig } from "../service/config.js";
+import type { ServiceConfig } from "../service/config.js";
 import { openDocumentStore } from "../storage/open.js";
+import { configOrReport } from "./config-or-report.js";
 import { type CliIo, processIo } from "./entry.js";
 import { formatTable } from "./keys.js";
 import { parseCommand } from "./parse-command.js";
@@ -121,14 +122,8 @@ export async function main(
     io.stderr(`error: --month YYYY-MM is required (month 01–12)\n${USAGE}\n`);
     return 2;
   }
-  let config: ServiceConfig;
-  try {
-    config = loadConfig(env);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    io.stderr(`error: ${error.message}\n`);
-    return 2;
-  }
+  const config = configOrReport(env, io);
+  if (config === undefined) return 2;
   const auditDir = values.audit ?? auditDirFrom(env, config.dataDir);
   let usage: MonthlyUsage;
   try {
