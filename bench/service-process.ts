@@ -7,12 +7,12 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import pg from "pg";
+import { freePort } from "./support/free-port.js";
 
 export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
 export const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
@@ -81,21 +81,6 @@ function startScriptNodeOptions(): string[] {
 const UNLIMITED_CAP = String(Number.MAX_SAFE_INTEGER);
 const READY_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 15_000;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === "object" && address !== null
-          ? resolve(address.port)
-          : reject(new Error("no port")),
-      );
-    });
-  });
-}
 
 function runCli(
   args: string[],

@@ -11,12 +11,12 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { launchChromium } from "./support/chromium.js";
+import { freePort } from "./support/free-port.js";
 import {
   nearLimitBundle,
   repeatedReceiptsBundle,
@@ -35,15 +35,6 @@ const root = resolve(values.root ?? fileURLToPath(new URL("..", import.meta.url)
 const capMs = Number(values.cap) * 1000;
 /** A page past this is given up on (the page before issue 25 grew to 9.4 GB). */
 const MEMORY_CAP_BYTES = 3 * 1024 ** 3;
-
-async function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => done(port));
-    });
-  });
-}
 
 const scratch = mkdtempSync(join(tmpdir(), "receiptd-bench-page-"));
 const makers: [string, () => Uint8Array][] = [

@@ -15,12 +15,12 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { freePort } from "../../bench/support/free-port.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const README_PORTS = { server: "127.0.0.1:8080", facilitator: "127.0.0.1:4021" } as const;
@@ -41,17 +41,6 @@ function quickStartBlocks(readme: string): QuickStartBlock[] {
     blocks.push({ kind, code: match[2] ?? "" });
   }
   return blocks;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const address = server.address();
-  server.close();
-  await once(server, "close");
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
 }
 
 /** One bash script: run blocks inline, long-running ones in the background, each logged. */

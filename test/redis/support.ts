@@ -6,9 +6,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
+import { freePort } from "../../bench/support/free-port.js";
 import {
   openRedis,
   type RedisConnection,
@@ -49,17 +50,6 @@ export async function disposeTestRedis(connection: RedisConnection): Promise<voi
   const keys = await keysUnder(connection.client, connection.prefix);
   if (keys.length > 0) await connection.client.unlink(...keys);
   await connection.close();
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const address = server.address();
-  server.close();
-  await once(server, "close");
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
 }
 
 async function accepts(port: number): Promise<boolean> {

@@ -35,13 +35,13 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
+import { freePort } from "../../bench/support/free-port.js";
 import { keysUnder, SHARED_REDIS_URL } from "../redis/support.js";
 import { DATABASE_URL, dropSchema, withAdmin } from "../support/pg.js";
 
@@ -91,17 +91,6 @@ function shellBlocks(markdown: string): ShellBlock[] {
     at = end;
   }
   return blocks;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const address = server.address();
-  server.close();
-  await once(server, "close");
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
 }
 
 const scratch = mkdtempSync(join(tmpdir(), "receiptd-runbook-blocks-"));
