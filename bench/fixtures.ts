@@ -238,30 +238,22 @@ export function didKeyBombBundle(bytes: number): Buffer {
 
 /**
  * One bundle of about `bytes` whose receipts are each issued under a distinct ordinary
- * did:key (their signatures no longer verify: the verdict is UNTRUSTED, a result). With
- * `smallOrderR`, issue 32's edge-point body: every signature carries a small-order R
- * (`01 00…`, S = 0), so it leaves libsodium for the OpenSSL 3.0 path (on Node 24, noble's
- * step-by-step check with a table per key). Without, a key import and a full check each.
+ * did:key (their signatures no longer verify: the verdict is UNTRUSTED, a result): a key
+ * import and a full check each. Issue 32's edge-point body, the same with every signature a
+ * small-order R, is bench/support/edge-point-bundle.ts.
  */
-export function distinctIssuersBundle(bytes: number, smallOrderR: boolean): Buffer {
+export function distinctIssuersBundle(bytes: number): Buffer {
   type Receipts = { receipts: { issuer: { id: string }; sig: { key: string; value: string } }[] };
   const template = JSON.parse(Buffer.from(generatedBundle(3, 0)).toString("utf8")) as Receipts;
   const perReceipt = JSON.stringify(template.receipts[1]).length + 1;
   const count = Math.max(3, Math.floor(bytes / perReceipt));
   const bundle = JSON.parse(Buffer.from(generatedBundle(count, 0)).toString("utf8")) as Receipts;
-  const edgeValue = Buffer.concat([Buffer.from([1]), Buffer.alloc(63)]).toString("base64url");
   bundle.receipts.forEach((receipt, i) => {
     const did = signerFromSeed(createHash("sha256").update(`issuer ${i}`).digest()).did;
     receipt.issuer.id = did;
     receipt.sig.key = did;
-    if (smallOrderR) receipt.sig.value = edgeValue;
   });
   return Buffer.from(JSON.stringify(bundle));
-}
-
-/** Issue 32's edge-point body (`distinctIssuersBundle` with a small-order R). */
-export function edgePointBundle(bytes: number): Buffer {
-  return distinctIssuersBundle(bytes, true);
 }
 
 /**

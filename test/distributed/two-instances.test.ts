@@ -99,7 +99,7 @@ describe("two web instances on one Redis and one PostgreSQL", () => {
   test("a request charged several units by its cost spends them in the shared cap", {
     timeout: 120_000,
   }, async () => {
-    const heavy = distinctIssuersBundle(1_000_000, false);
+    const heavy = distinctIssuersBundle(1_000_000);
     const units = unitsOf(countVerificationCost([parseJson(heavy)], heavy.length));
     assert.ok(units >= 2);
     const bases: string[] = [];

@@ -20,7 +20,7 @@ import { fixtureTaskModule, startTestService, type TestService } from "./support
 
 const TRUSTED = corpusBytes("vectors/02_happy_full.json");
 /** About 1 MiB of receipts under distinct keys: an honest body, but heavier than one unit. */
-const HEAVY = distinctIssuersBundle(1_000_000, false);
+const HEAVY = distinctIssuersBundle(1_000_000);
 const HEAVY_UNITS = unitsOf(countVerificationCost([parseJson(HEAVY)], HEAVY.length));
 const DEADLINE_MS = 1500;
 

@@ -8,10 +8,10 @@ import { describe, test } from "node:test";
 import {
   batchOfSize,
   distinctIssuersBundle,
-  edgePointBundle,
   emptyObjectsBundle,
   generatedBundle,
 } from "../../bench/fixtures.js";
+import { edgePointBundle } from "../../bench/support/edge-point-bundle.js";
 import {
   COST_WEIGHTS,
   type CostCounts,
@@ -68,7 +68,7 @@ describe("the cost count of a verification", () => {
   });
 
   test("distinct keys and edge points are counted, and cost more than a unit", () => {
-    const distinct = countsOf(distinctIssuersBundle(MIB_BODY, false));
+    const distinct = countsOf(distinctIssuersBundle(MIB_BODY));
     assert.equal(distinct.distinctKeys, distinct.signatures);
     assert.equal(distinct.edgePointSignatures, 0);
     assert.ok(unitsOf(distinct) >= 2);
@@ -80,7 +80,7 @@ describe("the cost count of a verification", () => {
 
   test("an edge point weighs what deciding it costs: an ordinary check, unless noble decides", () => {
     const edge = countsOf(edgePointBundle(MIB_BODY));
-    const distinct = countsOf(distinctIssuersBundle(MIB_BODY, false));
+    const distinct = countsOf(distinctIssuersBundle(MIB_BODY));
     // The OpenSSL provider: OpenSSL 3.0 decides edge points itself (Node 20); a later OpenSSL
     // hands them to noble's step-by-step check, which makes the same body cost far more.
     const previous = setVerifierCrypto(nodeCrypto);
@@ -143,7 +143,7 @@ describe("the cost count of a verification", () => {
   });
 
   test("the units authorised bound the charge; past the limit or the cap is a coded refusal", () => {
-    const counts = countsOf(distinctIssuersBundle(MIB_BODY, false));
+    const counts = countsOf(distinctIssuersBundle(MIB_BODY));
     const units = unitsOf(counts);
     assert.equal(chargeableUnits(counts, units), units);
     assert.throws(
