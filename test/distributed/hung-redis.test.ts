@@ -17,6 +17,7 @@ import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { Redis } from "ioredis";
 import { pendingProof, sha256 } from "../../bench/support/ots.js";
 import { PRODUCER_COMMAND_TIMEOUT_MS } from "../../queues/bullmq-queue.js";
 import { startReceiptdWorkers } from "../../queues/bullmq-worker.js";
@@ -24,7 +25,7 @@ import { ServiceIdentity } from "../../src/service/service-key.js";
 import type { DocumentStore } from "../../src/storage/document-store.js";
 import { openDocumentStore } from "../../src/storage/open.js";
 import { readUsage } from "../../src/storage/usage.js";
-import { type PrivateRedis, randomPrefix, startPrivateRedis } from "../redis/support.js";
+import { keysUnder, type PrivateRedis, randomPrefix, startPrivateRedis } from "../redis/support.js";
 import { startTestService, type TestService } from "../service/support/service.js";
 import { type RedisProxy, startRedisProxy } from "../support/redis-proxy.js";
 
@@ -407,6 +408,79 @@ describe("a hung Redis at each step of a write, through a holding proxy", () => 
       const expected = write.status !== 503;
       assert.equal(await writer.isStored(write), expected, JSON.stringify(write));
       if (expected && write.isAnchor) stored += await storedBytes(stack.base, stack.service, write);
+    }
+    assert.equal(await anchorUsage(stack.service), stored);
+  });
+});
+
+/**
+ * Redis at `maxmemory` under `noeviction` (issue 34, "not tried"): every write Redis refuses is
+ * answered with a clear 503 and its store code (never a 500), nothing of it is stored once
+ * Redis has room again, and reads and verification carry on.
+ */
+describe("Redis out of memory (noeviction) under the queued writes", () => {
+  let redis: PrivateRedis;
+  let stack: Stack;
+  let admin: Redis;
+
+  before(async () => {
+    redis = await startPrivateRedis();
+    stack = await startStack(redis.url, redis.url);
+    admin = new Redis(redis.url);
+  });
+  after(async () => {
+    admin.disconnect();
+    await stack.close();
+    await redis.stop();
+  });
+
+  test("a write refused for memory is a 503 with its store code, and is never stored", async () => {
+    const { writer } = stack;
+    const healthy = await writer.anchor("before memory ran out");
+    assert.equal(healthy.status, 200, JSON.stringify(healthy));
+    // Full: filler, then a limit below what Redis holds, so no eviction frees room for a write.
+    const filler = Buffer.alloc(64 * 1024, 1);
+    for (let n = 0; n < 64; n += 1) await admin.set(`filler:${n}`, filler);
+    const used = Number(/used_memory:(\d+)/.exec(await admin.info("memory"))?.[1]);
+    await admin.config("SET", "maxmemory-policy", "noeviction");
+    await admin.config("SET", "maxmemory", String(used - 1024 * 1024));
+    await assert.rejects(admin.set("filler:refused", filler), /OOM/);
+    const refused = [
+      await writer.anchor("while full 1"),
+      await writer.receipt("while full 2"),
+      await writer.anchor("while full 3"),
+    ];
+    const verify = await fetch(`${stack.base}/info`, { headers: stack.service.authHeaders });
+    const read = await fetch(`${stack.base}${healthy.readUrl}`);
+    // Room again, and the worker's queue drained: what was refused never lands.
+    await admin.config("SET", "maxmemory", "0");
+    const keys = await keysUnder(admin, "filler:");
+    await admin.del(...keys);
+    for (const write of refused) {
+      assert.equal(write.status, 503, JSON.stringify(write));
+      assert.equal(
+        write.error,
+        write.isAnchor ? "anchor_store_unavailable" : "settlement_store_unavailable",
+      );
+    }
+    assert.equal(verify.status, 200);
+    assert.equal(read.status, 200);
+    const deadline = Date.now() + DRAIN_MS;
+    const accepted = [healthy];
+    for (const post of [writer.anchor, writer.receipt]) {
+      let later = await post("after memory came back");
+      while (later.status !== 200) {
+        assert.ok(Date.now() < deadline, `no write went through again: ${JSON.stringify(later)}`);
+        await sleep(200);
+        later = await post("after memory came back");
+      }
+      accepted.push(later);
+    }
+    for (const write of refused) assert.equal(await writer.isStored(write), false, write.label);
+    let stored = 0;
+    // Each accepted submission is charged what it stores (a 503 gives its charge back).
+    for (const write of accepted.filter((each) => each.isAnchor)) {
+      stored += await storedBytes(stack.base, stack.service, write);
     }
     assert.equal(await anchorUsage(stack.service), stored);
   });
