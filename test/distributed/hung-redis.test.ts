@@ -274,7 +274,8 @@ describe("a hung Redis under the queued writes: the answer is what happened", ()
  * - after the worker's store: the document is written, its completion is not: 202, stored.
  * While the circuit is open a write fails having sent nothing (the breaker's fast failure, in
  * bytes rather than milliseconds) and reads that do not need Redis answer; it closes by
- * itself once Redis answers. The anchor quota charged is the anchor bytes stored.
+ * itself once Redis answers. A slow Redis (every byte late, through the same proxy) slows the
+ * writes but tells no lie either. The anchor quota charged is the anchor bytes stored.
  */
 describe("a hung Redis at each step of a write, through a holding proxy", () => {
   let redis: PrivateRedis;
@@ -399,6 +400,32 @@ describe("a hung Redis at each step of a write, through a holding proxy", () => 
       assert.equal(await writer.isStored(write), true);
     });
   }
+
+  test("a slow Redis: under the command timeouts writes go through; past them, the same truth", async () => {
+    // Each byte 200 ms late both ways: every command well under its timeout.
+    proxy.delay(200);
+    const slow = [await writer.anchor("slow 1"), await writer.receipt("slow 2")];
+    writes.push(...slow);
+    assert.deepEqual(
+      slow.map((write) => write.status),
+      [200, 200],
+    );
+    // 1.5 s late: past the stores' 1 s timeout, under the producer's 2 s. Whatever each write
+    // is told, the final test checks it against what is stored once the worker has drained.
+    proxy.delay(1_500);
+    const slower = await Promise.all([writer.anchor("slower 1"), writer.receipt("slower 2")]);
+    writes.push(...slower);
+    proxy.delay(0);
+    for (const write of slower) assert.ok([200, 202, 503].includes(write.status), write.label);
+    await recovered();
+    const deadline = Date.now() + DRAIN_MS;
+    for (const write of slower.filter((each) => each.status !== 503)) {
+      while (!(await writer.isStored(write))) {
+        assert.ok(Date.now() < deadline, `${write.label} (${write.status}) was never stored`);
+        await sleep(200);
+      }
+    }
+  });
 
   test("every 503 is not stored, every 2xx or 202 is, and the quota charged is what is stored", async () => {
     // Checked again after every step's recovery and drain.

@@ -27,6 +27,8 @@ export interface RedisProxy {
   holdNow(): void;
   /** Forwards what was held, in order, and passes bytes again. */
   release(): void;
+  /** Delays every byte, both ways, by `ms` from now on (0: none): a slow Redis, not a stopped one. */
+  delay(ms: number): void;
   /** Whether any byte sent by a client since `mark()` contains `text`. */
   sentSinceMark(text: string): boolean;
   /** Starts a new record of what clients send. */
@@ -40,6 +42,7 @@ export async function startRedisProxy(redisPort: number): Promise<RedisProxy> {
   let holding = false;
   let armed: { marker: string; hit: () => void } | undefined;
   let sent: Buffer[] = [];
+  let delayMs = 0;
 
   const forward = (pipe: Pipe, chunk: Buffer, fromClient: boolean) => {
     if (fromClient) {
@@ -52,7 +55,12 @@ export async function startRedisProxy(redisPort: number): Promise<RedisProxy> {
       }
     }
     if (holding || pipe.held.length > 0) pipe.held.push(chunk);
-    else pipe.to.write(chunk);
+    else if (delayMs > 0) {
+      // Timers of one duration fire in the order they were set: the bytes stay in order.
+      setTimeout(() => {
+        if (!pipe.to.destroyed) pipe.to.write(chunk);
+      }, delayMs);
+    } else pipe.to.write(chunk);
   };
 
   const server: Server = createServer((client) => {
@@ -99,6 +107,9 @@ export async function startRedisProxy(redisPort: number): Promise<RedisProxy> {
         pipe.held = [];
         for (const chunk of held) if (!pipe.to.destroyed) pipe.to.write(chunk);
       }
+    },
+    delay(ms) {
+      delayMs = ms;
     },
     sentSinceMark(text) {
       return Buffer.concat(sent).includes(text);
