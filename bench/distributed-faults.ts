@@ -15,7 +15,11 @@
  * - (d) Redis commands per keyless 404: `INFO commandstats` over 50 `GET /anchors/<unknown>`
  *   without a key, less the same interval idle.
  *
- *   node --import tsx bench/distributed-faults.ts [--checkout DIR] [--anchors 6] [--stall-seconds 20]
+ * With `--kill-web` it measures only (e): 40 small anchors posted by 4 clients, one after
+ * another, to the second web, which is sent SIGKILL 1 s in; every anchor acknowledged (200 or 202) must
+ * be readable once the worker has drained, and what was not acknowledged is counted.
+ *
+ *   node --import tsx bench/distributed-faults.ts [--checkout DIR] [--anchors 6] [--stall-seconds 20] [--kill-web]
  *
  * `--checkout` runs another checkout's built `dist/` (the commit before issue 34's work).
  */
@@ -37,6 +41,7 @@ const { values } = parseArgs({
     checkout: { type: "string" },
     anchors: { type: "string", default: "6" },
     "stall-seconds": { type: "string", default: "20" },
+    "kill-web": { type: "boolean", default: false },
   },
 });
 const repoRoot = new URL(
@@ -44,6 +49,8 @@ const repoRoot = new URL(
   import.meta.url,
 );
 const HONEST_BODY = readFileSync(new URL("../shared/corpus/vectors/02_happy_full.json", repoRoot));
+/** Ends the run early (`--kill-web`), through the cleanup. */
+class Done extends Error {}
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function freePort(): Promise<number> {
@@ -126,7 +133,7 @@ const service = await startServiceProcess({
   distributed: true,
   redisUrl: redis.url,
   webs: 2,
-  worker: false,
+  worker: values["kill-web"],
   ...(values.checkout === undefined ? {} : { checkout: values.checkout }),
   keys: [
     { name: "honest", cap: 1_000_000 },
@@ -157,8 +164,44 @@ const postAnchor = (origin: string, proof: Buffer, digest: Buffer, key: string) 
     }),
   });
 
+/** (e) kill -9 of a web with writes in flight. */
+async function killWeb(): Promise<void> {
+  const digests = Array.from({ length: 40 }, () => randomBytes(32));
+  const answers = digests.map((digest) =>
+    postAnchor(webB, pendingProof(digest), digest, writerKey),
+  );
+  await sleep(150);
+  process.kill(service.webPids[1]!, "SIGKILL");
+  const settled = await Promise.all(answers);
+  let acknowledged = 0;
+  let lost = 0;
+  let storedUnacknowledged = 0;
+  const deadline = Date.now() + 60_000;
+  for (const [index, digest] of digests.entries()) {
+    const url = `${webA}/anchors/sha256:${digest.toString("hex")}`;
+    const status = settled[index]!.status;
+    if (status === 200 || status === 202) {
+      acknowledged++;
+      while ((await timed(url)).status !== 200) {
+        if (Date.now() > deadline) {
+          lost++;
+          break;
+        }
+        await sleep(250);
+      }
+    } else if ((await timed(url)).status === 200) storedUnacknowledged++;
+  }
+  console.log(
+    `(e) kill -9 of a web 1 s into 40 anchors (4 clients): ${summary(settled)}; ${acknowledged} acknowledged, ${lost} of them not stored; ${storedUnacknowledged} unacknowledged but stored (the client retries those by idempotency)`,
+  );
+}
+
 try {
   console.log(`build: ${values.checkout ?? "this checkout"}`);
+  if (values["kill-web"]) {
+    await killWeb();
+    throw new Done();
+  }
   // (a) The worker down: what a queued maximum-size anchor costs Redis.
   const count = Number(values.anchors);
   const large = Array.from({ length: count }, () => {
@@ -267,6 +310,8 @@ try {
   console.log(
     `(d) ${probes} keyless GET /anchors/<unknown>: ${summary(misses)}; ${calls} commands, background ${background.toFixed(0)}: ${((calls - background) / probes).toFixed(1)} per 404`,
   );
+} catch (error) {
+  if (!(error instanceof Done)) throw error;
 } finally {
   redis.child.kill("SIGCONT");
   await database.end();

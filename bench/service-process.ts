@@ -45,8 +45,9 @@ export interface ServiceProcessOptions {
 
 export interface ServiceProcess {
   origin: string;
-  /** Every web's origin, `origin` first (`ServiceProcessOptions.webs`). */
+  /** Every web's origin, `origin` first (`ServiceProcessOptions.webs`), and its pid. */
   origins: string[];
+  webPids: number[];
   /** The Redis key prefix and PostgreSQL schema of this run (distributed mode). */
   redisPrefix?: string;
   databaseSchema?: string;
@@ -305,6 +306,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     return {
       origin,
       origins,
+      webPids: webs.map((each) => each.pid!),
       startWorker,
       ...(env.REDIS_PREFIX === undefined ? {} : { redisPrefix: env.REDIS_PREFIX }),
       ...(env.DATABASE_SCHEMA === undefined ? {} : { databaseSchema: env.DATABASE_SCHEMA }),
