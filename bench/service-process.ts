@@ -35,12 +35,24 @@ export interface ServiceProcessOptions {
    * the one running the harness. `nodeBinary("24")` names another line's.
    */
   node?: string;
+  /** How many web processes share the state (distributed mode); default 1. */
+  webs?: number;
+  /** Whether the queue worker starts with the webs (distributed mode); default true. */
+  worker?: boolean;
   /** More keys made before the service starts, by name (`cap`: its daily cap, else the default). */
   keys?: readonly { name: string; cap?: number }[];
 }
 
 export interface ServiceProcess {
   origin: string;
+  /** Every web's origin, `origin` first (`ServiceProcessOptions.webs`), and its pid. */
+  origins: string[];
+  webPids: number[];
+  /** The Redis key prefix and PostgreSQL schema of this run (distributed mode). */
+  redisPrefix?: string;
+  databaseSchema?: string;
+  /** Starts the queue worker when it was not started with the webs. */
+  startWorker(): number;
   apiKey: string;
   internalToken: string;
   /** The keys of `ServiceProcessOptions.keys`, by name. */
@@ -242,19 +254,28 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     // The token file is made here, so the harness knows it before the service starts.
     const internalToken = randomBytes(32).toString("hex");
     writeFileSync(join(dataDir, "internal.token"), internalToken, { mode: 0o600 });
-    const web = startChild(
-      ["serve"],
-      env,
-      join(dataDir, "web.log"),
-      [...startScriptNodeOptions(), ...(options.nodeOptions ?? [])],
-      script,
-      node,
-    );
-    children.push(web);
-    const origin = `http://127.0.0.1:${port}`;
-    await waitUntilHealthy(origin, web, join(dataDir, "web.log"));
+    const origins: string[] = [];
+    const webs: ChildProcess[] = [];
+    for (let index = 0; index < (options.distributed ? (options.webs ?? 1) : 1); index++) {
+      const webPort = index === 0 ? port : await freePort();
+      const log = join(dataDir, index === 0 ? "web.log" : `web-${index}.log`);
+      const web = startChild(
+        ["serve"],
+        { ...env, PORT: String(webPort) },
+        log,
+        [...startScriptNodeOptions(), ...(options.nodeOptions ?? [])],
+        script,
+        node,
+      );
+      children.push(web);
+      webs.push(web);
+      origins.push(`http://127.0.0.1:${webPort}`);
+      await waitUntilHealthy(origins[index]!, web, log);
+    }
+    const web = webs[0]!;
+    const origin = origins[0]!;
     let worker: ChildProcess | undefined;
-    if (options.distributed) {
+    const startWorker = () => {
       worker = startChild(
         ["worker"],
         env,
@@ -264,9 +285,16 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
         node,
       );
       children.push(worker);
-    }
+      return worker.pid!;
+    };
+    if (options.distributed && options.worker !== false) startWorker();
     return {
       origin,
+      origins,
+      webPids: webs.map((each) => each.pid!),
+      startWorker,
+      ...(env.REDIS_PREFIX === undefined ? {} : { redisPrefix: env.REDIS_PREFIX }),
+      ...(env.DATABASE_SCHEMA === undefined ? {} : { databaseSchema: env.DATABASE_SCHEMA }),
       apiKey: created.key,
       internalToken,
       keys,

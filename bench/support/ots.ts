@@ -3,7 +3,7 @@
  * digest, and its "upgrade" carrying a Bitcoin attestation as well (the corpus has no such
  * pair), so tests can host as many distinct valid proofs as they need.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 
 const MAGIC = Buffer.from("004f70656e54696d657374616d7073000050726f6f6600bf89e2e884e89294", "hex");
 const VERSION = 0x01;
@@ -75,6 +75,19 @@ export function pendingProof(digest: Uint8Array): Buffer {
 /** The same proof after an upgrade: the pending attestation plus a Bitcoin one (two in all). */
 export function upgradedProof(digest: Uint8Array, height = 358391): Buffer {
   return otsProof(digest, { bitcoinHeight: height });
+}
+
+/**
+ * A proof of `count` attestations of an unknown kind, `size` random bytes each: the largest
+ * anchors a client can post (issue 34's attack used 97 of 8,000 bytes, a 1.04 MB body).
+ */
+export function largeProof(digest: Uint8Array, count = 97, size = 8000): Buffer {
+  const leaf = () =>
+    Buffer.concat([Buffer.of(ATTESTATION), randomBytes(8), varbytes(randomBytes(size))]);
+  const tree = Array.from({ length: count }, (_, index) =>
+    index < count - 1 ? Buffer.concat([Buffer.of(FORK), leaf()]) : leaf(),
+  );
+  return proof(digest, Buffer.concat(tree));
 }
 
 /** An 80-byte block header whose merkle root field holds `merkleRoot`. */
