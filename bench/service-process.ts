@@ -37,6 +37,12 @@ export interface ServiceProcessOptions {
   node?: string;
   /** More keys made before the service starts, by name (`cap`: its daily cap, else the default). */
   keys?: readonly { name: string; cap?: number }[];
+  /**
+   * One web process per entry, each pinned to these CPUs (`taskset -c`), on a port of its
+   * own, sharing the data directory, Redis and PostgreSQL (bench/fleet.ts's scale-out).
+   * Default: one unpinned web process.
+   */
+  webCpuSets?: readonly string[];
 }
 
 export interface ServiceProcess {
@@ -47,6 +53,8 @@ export interface ServiceProcess {
   keys: Record<string, string>;
   /** The web process, and the queue worker in distributed mode. */
   pids: { web: number; worker?: number };
+  /** Every web process (one unless `webCpuSets` asks for more), with its origin. */
+  webs: { origin: string; pid: number }[];
   stop(): Promise<void>;
 }
 
@@ -117,10 +125,14 @@ function startChild(
   nodeOptions: string[] = [],
   script: string[] = NODE_ARGS,
   node = process.execPath,
+  cpuSet?: string,
 ): ChildProcess {
   // The service logs one access line per request: straight to a file, as an operator would.
   const log = openSync(logFile, "a");
-  const child = spawn(node, [...nodeOptions, ...script, ...args], {
+  const command = [node, ...nodeOptions, ...script, ...args];
+  // taskset execs the command: the child's pid is the pinned Node.js process's.
+  const pinned = cpuSet === undefined ? command : ["taskset", "-c", cpuSet, ...command];
+  const child = spawn(pinned[0]!, pinned.slice(1), {
     env,
     stdio: ["ignore", log, log],
   });
@@ -257,17 +269,26 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     // The token file is made here, so the harness knows it before the service starts.
     const internalToken = randomBytes(32).toString("hex");
     writeFileSync(join(dataDir, "internal.token"), internalToken, { mode: 0o600 });
-    const web = startChild(
-      ["serve"],
-      env,
-      join(dataDir, "web.log"),
-      [...startScriptNodeOptions(), ...(options.nodeOptions ?? [])],
-      script,
-      node,
-    );
-    children.push(web);
-    const origin = `http://127.0.0.1:${port}`;
-    await waitUntilHealthy(origin, web, join(dataDir, "web.log"));
+    const webs: { origin: string; pid: number }[] = [];
+    for (const [index, cpuSet] of (options.webCpuSets ?? [undefined]).entries()) {
+      const webPort = index === 0 ? port : await freePort();
+      const logFile = join(dataDir, index === 0 ? "web.log" : `web-${index}.log`);
+      const child = startChild(
+        ["serve"],
+        { ...env, PORT: String(webPort) },
+        logFile,
+        [...startScriptNodeOptions(), ...(options.nodeOptions ?? [])],
+        script,
+        node,
+        cpuSet,
+      );
+      children.push(child);
+      const webOrigin = `http://127.0.0.1:${webPort}`;
+      await waitUntilHealthy(webOrigin, child, logFile);
+      webs.push({ origin: webOrigin, pid: child.pid! });
+    }
+    const web = children[0]!;
+    const origin = webs[0]!.origin;
     let worker: ChildProcess | undefined;
     if (options.distributed) {
       worker = startChild(
@@ -286,6 +307,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
       internalToken,
       keys,
       pids: { web: web.pid!, ...(worker?.pid === undefined ? {} : { worker: worker.pid }) },
+      webs,
       stop,
     };
   } catch (error) {
