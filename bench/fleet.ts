@@ -435,7 +435,7 @@ async function measureType(
   let connection = new Http1Connection(context.origin, 60_000, addresses.next());
   let n = 0;
   const send = async () => {
-    if (addresses.due()) {
+    if (addresses.due(n + 1)) {
       connection.close();
       connection = new Http1Connection(context.origin, 60_000, addresses.next());
     }
@@ -511,20 +511,18 @@ async function measureType(
 /** Requests one loopback client address sends, under the refusal bucket's burst of 60. */
 const REQUESTS_PER_ADDRESS = 50;
 
-/** Client addresses 127.1.0.1, 127.1.0.3, …: one per REQUESTS_PER_ADDRESS requests, when asked. */
+/** Client addresses 127.1.0.1, 127.1.0.3, …: a new one per REQUESTS_PER_ADDRESS requests of a connection. */
 class AddressRotation {
   readonly #enabled: boolean;
   #addresses = 0;
-  #sent = 0;
 
   constructor(enabled: boolean) {
     this.#enabled = enabled;
   }
 
-  /** Whether the current connection has sent its share (counts this request). */
-  due(): boolean {
-    if (!this.#enabled) return false;
-    return ++this.#sent % REQUESTS_PER_ADDRESS === 0;
+  /** A connection's turn: whether its `sent`-th request (from 1) needs a new address. */
+  due(sent: number): boolean {
+    return this.#enabled && sent % REQUESTS_PER_ADDRESS === 0;
   }
 
   next(): { localAddress?: string } {
@@ -559,10 +557,11 @@ async function fleetLoad(options: {
   const measureStart = setTimeout(options.onMeasureStart, options.warmupMs);
   const loop = async () => {
     let connection = new Http1Connection(options.origin, 120_000, options.addresses.next());
+    let mine = 0;
     for (;;) {
       const began = performance.now();
       if (began >= stopAt) break;
-      if (options.addresses.due()) {
+      if (options.addresses.due(++mine)) {
         connection.close();
         connection = new Http1Connection(options.origin, 120_000, options.addresses.next());
       }
