@@ -388,20 +388,38 @@ async function tierCpu(pids: TierPids) {
   };
 }
 
+type TierCpu = Awaited<ReturnType<typeof tierCpu>>;
+
+/**
+ * CPU per request of each tier under load, less what the idle service spends over as long
+ * (`idle`, scaled from its window to the loaded one): Redis' cron and the queue worker's
+ * polls would otherwise be charged to requests, the more the slower the rate.
+ */
 function cpuPerRequest(
-  before: Awaited<ReturnType<typeof tierCpu>>,
-  after: Awaited<ReturnType<typeof tierCpu>>,
+  before: TierCpu,
+  after: TierCpu,
   requests: number,
+  idle: { before: TierCpu; after: TierCpu; scale: number },
 ): CpuPerRequest {
-  const micros = (seconds: number) => Math.round((seconds * 1e6) / requests);
   const total = (cpu: { main: number; other: number }) => cpu.main + cpu.other;
+  const net = (spent: number, background: number) =>
+    Math.max(0, Math.round(((spent - background * idle.scale) * 1e6) / requests));
   return {
-    webMain: micros(after.web.main - before.web.main),
-    webOther: micros(after.web.other - before.web.other),
-    worker: micros(total(after.worker) - total(before.worker)),
-    redis: micros(total(after.redis) - total(before.redis)),
+    webMain: net(after.web.main - before.web.main, idle.after.web.main - idle.before.web.main),
+    webOther: net(after.web.other - before.web.other, idle.after.web.other - idle.before.web.other),
+    worker: net(
+      total(after.worker) - total(before.worker),
+      total(idle.after.worker) - total(idle.before.worker),
+    ),
+    redis: net(
+      total(after.redis) - total(before.redis),
+      total(idle.after.redis) - total(idle.before.redis),
+    ),
     // Backends come and go with the pools: one that ended takes its CPU with it (an undercount).
-    postgres: micros(Math.max(0, after.postgres - before.postgres)),
+    postgres: net(
+      Math.max(0, after.postgres - before.postgres),
+      Math.max(0, idle.after.postgres - idle.before.postgres),
+    ),
   };
 }
 
@@ -466,6 +484,7 @@ async function measureType(
 
   let cpuBefore = await tierCpu(pids);
   let countersBefore = await readCounters(probe);
+  let loadStart = performance.now();
   const load = await fleetLoad({
     origin: context.origin,
     connections: type.connections,
@@ -475,6 +494,7 @@ async function measureType(
     accept: (status, body) => type.accept(status, body),
     addresses,
     onMeasureStart: () => {
+      loadStart = performance.now();
       void tierCpu(pids).then((cpu) => {
         cpuBefore = cpu;
       });
@@ -501,7 +521,10 @@ async function measureType(
       errors: load.errors,
       requestsPerSecond: Math.round((load.requests - load.errors) / load.seconds),
       p99Ms: round2(load.latencyMs.p99),
-      cpuMicrosPerRequest: cpuPerRequest(cpuBefore, cpuAfter, loadedRequests),
+      cpuMicrosPerRequest: cpuPerRequest(cpuBefore, cpuAfter, loadedRequests, {
+        ...idleCpu,
+        scale: (performance.now() - loadStart) / 1000 / idleCpu.seconds,
+      }),
       redisCommandsPerRequest: round2(loadedDelta.redisCommands / loadedRequests),
       redisRoundTripsPerRequest: round2(loadedDelta.redisRoundTrips / loadedRequests),
       postgresStatementsPerRequest: round2(loadedDelta.postgresStatements / loadedRequests),
