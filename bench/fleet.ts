@@ -470,8 +470,14 @@ async function measureType(
   const drain = type.queued ? 1_500 : 200;
 
   const idleStart = await readCounters(probe);
+  const idleCpuStart = await tierCpu(pids);
   // The idle service's background (queue polls, flushes), over about a counted run's length.
   await sleep(Math.max(1_000, sizes.requests * 5) + drain);
+  const idleCpu = {
+    seconds: (performance.now() - idleStart.at) / 1000,
+    before: idleCpuStart,
+    after: await tierCpu(pids),
+  };
   const idle = delta(idleStart, await readCounters(probe));
 
   // A batch costs fifty bundles' time: a tenth as many are counted.
