@@ -153,7 +153,7 @@ const schemaBytes = async () =>
   );
 const honestKey = service.keys.honest!;
 const writerKey = service.keys.writer!;
-const [webA, webB] = service.origins as [string, string];
+const [webA, webB] = service.webs.map((each) => each.origin) as [string, string];
 const postAnchor = (origin: string, proof: Buffer, digest: Buffer, key: string) =>
   timed(`${origin}/anchors`, {
     method: "POST",
@@ -171,7 +171,7 @@ async function killWeb(): Promise<void> {
     postAnchor(webB, pendingProof(digest), digest, writerKey),
   );
   await sleep(150);
-  process.kill(service.webPids[1]!, "SIGKILL");
+  process.kill(service.webs[1]!.pid, "SIGKILL");
   const settled = await Promise.all(answers);
   let acknowledged = 0;
   let lost = 0;

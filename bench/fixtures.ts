@@ -129,6 +129,8 @@ export function batchOfSize(bytes: number, count: number): Buffer {
 
 /** One Ed25519 signature of a bundle, as node:crypto verifies it (SPKI DER key). */
 export interface RawSignature {
+  /** The issuer's `did:key`, which the minimal verifier (ceiling.ts) looks the key up by. */
+  issuerId: string;
   publicKeyDer: Buffer;
   message: Buffer;
   signature: Buffer;
@@ -144,8 +146,10 @@ export function signaturesOf(bundleBytes: Uint8Array): RawSignature[] {
   return receipts.filter(isObject).map((receipt: JsonObject) => {
     const issuer = member(receipt, "issuer") as JsonObject;
     const sig = member(receipt, "sig") as JsonObject;
+    const issuerId = member(issuer, "id") as string;
     return {
-      publicKeyDer: Buffer.concat([SPKI_PREFIX, didKeyToPublicKey(member(issuer, "id") as string)]),
+      issuerId,
+      publicKeyDer: Buffer.concat([SPKI_PREFIX, didKeyToPublicKey(issuerId)]),
       message: Buffer.from(canonicalBytes(receipt, "sig")),
       signature: Buffer.from(member(sig, "value") as string, "base64url"),
     };

@@ -4,6 +4,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { renderGoalMarkdown, renderGoalText } from "./goals.js";
 import type { BenchRun, ScenarioResult } from "./types.js";
 
 // A fixed locale, so the output (and the tests) do not depend on where the bench ran.
@@ -197,6 +198,8 @@ export function renderTable(run: BenchRun): string {
     rule,
     ...rows.map(line),
     "",
+    ...renderGoalText(run),
+    "",
   ].join("\n");
 }
 
@@ -218,6 +221,8 @@ export function renderMarkdownTable(run: BenchRun): string {
     line(columns.map((column) => column.header)),
     `|${columns.map((column) => (column.numeric ? " ---: " : " --- ")).join("|")}|`,
     ...rows,
+    "",
+    ...renderGoalMarkdown(run),
     "",
   ].join("\n");
 }

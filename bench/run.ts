@@ -22,7 +22,7 @@ import {
   measureBulkRemote,
   measureBulkRss,
 } from "./bulk-scenarios.js";
-import { measureCeiling } from "./ceiling.js";
+import { measureCeiling, measureMinimalVerifier, minimalVerifierOf } from "./ceiling.js";
 import { signaturesOf } from "./fixtures.js";
 import { runLoad } from "./load.js";
 import {
@@ -32,7 +32,13 @@ import {
   readRecordedRun,
 } from "./previous-run.js";
 import { renderTable, writeReport } from "./report.js";
-import { benchBundle, type Deployment, SCENARIOS, type Scenario } from "./scenarios.js";
+import {
+  benchBundle,
+  type Deployment,
+  SCENARIOS,
+  type Scenario,
+  verificationBundles,
+} from "./scenarios.js";
 import {
   PeakRss,
   type RunningFloor,
@@ -41,7 +47,12 @@ import {
   startServiceProcess,
 } from "./service-process.js";
 import { CpuMeter } from "./thread-cpu.js";
-import type { BenchRun, CeilingMeasurement, ScenarioResult } from "./types.js";
+import type {
+  BenchRun,
+  CeilingMeasurement,
+  MinimalVerifierSample,
+  ScenarioResult,
+} from "./types.js";
 
 const USAGE = `usage: npm run bench -- [options]
 
@@ -242,6 +253,14 @@ async function runBench(): Promise<number> {
   const ceilingSignatures = signaturesOf(benchBundle);
   const ceiling = await measureCeiling(ceilingSignatures, ceilingMs);
   const opensslCeiling = await measureCeiling(ceilingSignatures, ceilingMs, undefined, "openssl");
+  // Issue 33's minimal verifier, before, between and after the scenarios (the highest is the
+  // bar): the machine's speed drifts within a run, and the bar should be its fastest moment.
+  const minimalSamples: MinimalVerifierSample[] = [];
+  const sampleMinimalVerifier = async () => {
+    console.log("measuring the minimal verifier on every core …");
+    minimalSamples.push(await measureMinimalVerifier(verificationBundles, ceilingMs));
+  };
+  await sampleMinimalVerifier();
 
   let local: ServiceProcess | undefined;
   let floor: RunningFloor | undefined;
@@ -299,7 +318,9 @@ async function runBench(): Promise<number> {
     }
 
     const results: ScenarioResult[] = [];
-    for (const scenario of scenarios) {
+    const halfway = Math.floor(scenarios.length / 2);
+    for (const [index, scenario] of scenarios.entries()) {
+      if (index === halfway && index > 0) await sampleMinimalVerifier();
       for (const measured of deployments) {
         if (measured.floor && scenario.floor !== true) continue;
         console.log(`  ${scenario.id} @ ${measured.deployment.label} …`);
@@ -317,6 +338,7 @@ async function runBench(): Promise<number> {
         })),
       );
     }
+    await sampleMinimalVerifier();
     // A quick run understates the hot paths (docs/benchmarks.md): no default baseline for it.
     const previousFile =
       args["no-previous"] || (args.quick && args.previous === undefined)
@@ -337,6 +359,7 @@ async function runBench(): Promise<number> {
       },
       ceiling,
       opensslCeiling,
+      minimalVerifier: minimalVerifierOf(minimalSamples),
       ...(previous === null || previousFile === null
         ? {}
         : { previous: previousRunSummary(previousFile, previous) }),

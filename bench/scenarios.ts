@@ -95,6 +95,9 @@ let amplifying: Buffer | undefined;
 let amplifyingMcp: Buffer | undefined;
 const runId = randomBytes(6).toString("hex");
 
+/** The single bundles the verification scenarios send in turn (the minimal verifier's input). */
+export const verificationBundles: readonly Uint8Array[] = sixReceiptBundles;
+
 /** The signatures of the bundle every verification scenario sends (for the ceiling). */
 export const benchBundle = sixReceiptBundles[0]!;
 

@@ -41,13 +41,16 @@ export interface ServiceProcessOptions {
   worker?: boolean;
   /** More keys made before the service starts, by name (`cap`: its daily cap, else the default). */
   keys?: readonly { name: string; cap?: number }[];
+  /**
+   * One web process per entry, each pinned to these CPUs (`taskset -c`), on a port of its
+   * own, sharing the data directory, Redis and PostgreSQL (bench/fleet.ts's scale-out).
+   * Default: one unpinned web process.
+   */
+  webCpuSets?: readonly string[];
 }
 
 export interface ServiceProcess {
   origin: string;
-  /** Every web's origin, `origin` first (`ServiceProcessOptions.webs`), and its pid. */
-  origins: string[];
-  webPids: number[];
   /** The Redis key prefix and PostgreSQL schema of this run (distributed mode). */
   redisPrefix?: string;
   databaseSchema?: string;
@@ -59,6 +62,11 @@ export interface ServiceProcess {
   keys: Record<string, string>;
   /** The web process, and the queue worker in distributed mode. */
   pids: { web: number; worker?: number };
+  /**
+   * Every web process, `origin` first (one unless `webs` or `webCpuSets` asks for more), with
+   * its origin and pid.
+   */
+  webs: { origin: string; pid: number }[];
   stop(): Promise<void>;
 }
 
@@ -114,10 +122,14 @@ function startChild(
   nodeOptions: string[] = [],
   script: string[] = NODE_ARGS,
   node = process.execPath,
+  cpuSet?: string,
 ): ChildProcess {
   // The service logs one access line per request: straight to a file, as an operator would.
   const log = openSync(logFile, "a");
-  const child = spawn(node, [...nodeOptions, ...script, ...args], {
+  const command = [node, ...nodeOptions, ...script, ...args];
+  // taskset execs the command: the child's pid is the pinned Node.js process's.
+  const pinned = cpuSet === undefined ? command : ["taskset", "-c", cpuSet, ...command];
+  const child = spawn(pinned[0]!, pinned.slice(1), {
     env,
     stdio: ["ignore", log, log],
   });
@@ -254,26 +266,27 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     // The token file is made here, so the harness knows it before the service starts.
     const internalToken = randomBytes(32).toString("hex");
     writeFileSync(join(dataDir, "internal.token"), internalToken, { mode: 0o600 });
-    const origins: string[] = [];
-    const webs: ChildProcess[] = [];
-    for (let index = 0; index < (options.distributed ? (options.webs ?? 1) : 1); index++) {
+    const webs: { origin: string; pid: number }[] = [];
+    const webCount = options.webCpuSets?.length ?? (options.distributed ? (options.webs ?? 1) : 1);
+    for (let index = 0; index < webCount; index++) {
       const webPort = index === 0 ? port : await freePort();
-      const log = join(dataDir, index === 0 ? "web.log" : `web-${index}.log`);
-      const web = startChild(
+      const logFile = join(dataDir, index === 0 ? "web.log" : `web-${index}.log`);
+      const child = startChild(
         ["serve"],
         { ...env, PORT: String(webPort) },
-        log,
+        logFile,
         [...startScriptNodeOptions(), ...(options.nodeOptions ?? [])],
         script,
         node,
+        options.webCpuSets?.[index],
       );
-      children.push(web);
-      webs.push(web);
-      origins.push(`http://127.0.0.1:${webPort}`);
-      await waitUntilHealthy(origins[index]!, web, log);
+      children.push(child);
+      const webOrigin = `http://127.0.0.1:${webPort}`;
+      await waitUntilHealthy(webOrigin, child, logFile);
+      webs.push({ origin: webOrigin, pid: child.pid! });
     }
-    const web = webs[0]!;
-    const origin = origins[0]!;
+    const web = children[0]!;
+    const origin = webs[0]!.origin;
     let worker: ChildProcess | undefined;
     const startWorker = () => {
       worker = startChild(
@@ -290,8 +303,6 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     if (options.distributed && options.worker !== false) startWorker();
     return {
       origin,
-      origins,
-      webPids: webs.map((each) => each.pid!),
       startWorker,
       ...(env.REDIS_PREFIX === undefined ? {} : { redisPrefix: env.REDIS_PREFIX }),
       ...(env.DATABASE_SCHEMA === undefined ? {} : { databaseSchema: env.DATABASE_SCHEMA }),
@@ -299,6 +310,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
       internalToken,
       keys,
       pids: { web: web.pid!, ...(worker?.pid === undefined ? {} : { worker: worker.pid }) },
+      webs,
       stop,
     };
   } catch (error) {

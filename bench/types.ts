@@ -74,6 +74,25 @@ export interface CeilingMeasurement {
   /** The same expressed as six-receipt bundles per second (verifications ÷ signatures per bundle). */
   bundlesPerSecond: number;
   signaturesPerBundle: number;
+  /**
+   * CPU (user + system, from /proc/thread-self) one verification cost the loop's threads:
+   * the signature CPU a bundle's verification cannot go below. Absent in older runs.
+   */
+  cpuMicrosPerVerification?: number;
+}
+
+/** One measurement of issue 33's minimal verifier (ceiling.ts). */
+export interface MinimalVerifierSample {
+  threads: number;
+  bundlesPerSecond: number;
+  cpuMicrosPerBundle: number;
+}
+
+/** The minimal verifier over a run: its samples, the highest rate and the lowest CPU per bundle. */
+export interface MinimalVerifier {
+  samples: MinimalVerifierSample[];
+  bundlesPerSecond: number;
+  cpuMicrosPerBundle: number;
 }
 
 export interface BenchRun {
@@ -85,6 +104,8 @@ export interface BenchRun {
   ceiling: CeilingMeasurement;
   /** OpenSSL's, measured beside it (the fallback's ceiling, and the one of earlier runs). */
   opensslCeiling?: CeilingMeasurement;
+  /** Issue 33's minimal verifier, measured before, between and after the scenarios. */
+  minimalVerifier?: MinimalVerifier;
   /** The recorded run the `vsPrevious` ratios compare with. */
   previous?: PreviousRun;
   results: ScenarioResult[];
