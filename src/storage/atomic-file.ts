@@ -19,13 +19,13 @@ const TEMPORARY_NAME = /\.(\d+)\.[0-9a-f]{12}\.tmp$/;
 /** Leftovers without a pid (written before names carried one) are removed past this age. */
 const UNNAMED_TEMPORARY_AGE_MS = 60_000;
 
-async function writeTemporary(path: string, data: Uint8Array | string, mode: number) {
+async function writeTemporary(path: string, data: Uint8Array | string, mode: number, sync = true) {
   const temporary = `${path}.${process.pid}.${randomBytes(6).toString("hex")}${TEMPORARY_SUFFIX}`;
   const handle = await open(temporary, "wx", mode);
   try {
     await handle.chmod(mode);
     await handle.writeFile(data);
-    await handle.sync();
+    if (sync) await handle.sync();
   } catch (error) {
     // A full disk fails here: the partial file must not keep holding the space it took.
     await handle.close().catch(() => {});
@@ -115,6 +115,44 @@ export async function createFileOnce(
   }
   await syncDirectory(dirname(path));
   return true;
+}
+
+/**
+ * `createFileOnce` without its two fsyncs, for a caller that makes many files durable at once
+ * afterwards (the group-commit store's checkpoint) and holds their data durably elsewhere
+ * until then. A crash before that leaves the file whole or absent (link is atomic), possibly
+ * absent or empty after a power loss, which the caller's log repairs.
+ */
+export async function createFileOnceUnsynced(
+  path: string,
+  data: Uint8Array | string,
+  mode = 0o600,
+): Promise<boolean> {
+  const temporary = await writeTemporary(path, data, mode, false);
+  try {
+    await link(temporary, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  } finally {
+    await unlink(temporary);
+  }
+  return true;
+}
+
+/** Fsyncs each file, then each distinct directory holding them. */
+export async function syncFiles(paths: readonly string[]): Promise<void> {
+  for (const path of paths) {
+    const handle = await open(path, "r");
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+  for (const directory of new Set(paths.map((path) => dirname(path)))) {
+    await syncDirectory(directory);
+  }
 }
 
 /** Writes `data` to `path`, replacing any file there, atomically. */

@@ -13,10 +13,12 @@ import { join } from "node:path";
 import { compareCodePoints } from "../verifier/json/canonical.js";
 import {
   createFileOnce,
+  createFileOnceUnsynced,
   readIfPresent,
   removeFile,
   replaceFile,
   sweepTemporaryFiles,
+  syncFiles,
 } from "./atomic-file.js";
 import {
   type CollectionName,
@@ -161,6 +163,25 @@ export class FsDocumentStore implements DocumentStore {
     const stored = await readIfPresent(path);
     if (stored === null) throw new Error("a document vanished while being created");
     return { created: false, stored };
+  }
+
+  /**
+   * `create` without fsyncs, for the group-commit store's checkpoint (group-commit-store.ts),
+   * which holds the document durably in its log until `syncFiles` or a `syncfs` covered it.
+   * Returns the file's path when this call wrote it, null when a document was there.
+   */
+  async createUnsynced(
+    collection: CollectionName,
+    id: string,
+    bytes: Uint8Array,
+  ): Promise<string | null> {
+    const path = await this.#write(() => this.#path(collection, id));
+    return (await this.#write(() => createFileOnceUnsynced(path, bytes))) ? path : null;
+  }
+
+  /** Makes files written by `createUnsynced` durable, one by one. */
+  syncFiles(paths: readonly string[]): Promise<void> {
+    return this.#write(() => syncFiles(paths));
   }
 
   async replace(
