@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { compareCodePoints } from "../verifier/json/canonical.js";
 import {
   createFileOnce,
-  createFileOnceUnsynced,
+  createFileOnceUnsyncedSync,
   readIfPresent,
   removeFile,
   replaceFile,
@@ -167,19 +167,28 @@ export class FsDocumentStore implements DocumentStore {
 
   /**
    * `create` without fsyncs, for the group-commit store's checkpoint (group-commit-store.ts),
-   * which holds the document durably in its log until `syncFiles` or a `syncfs` covered it.
-   * Returns the file's path when this call wrote it, null when a document was there.
+   * which holds the documents durably in its log until `syncFiles` or a `syncfs` covered them.
+   * Writes `CHUNK` files per turn of the event loop. Returns the paths this call wrote (a
+   * document already there is left as it is).
    */
-  async createUnsynced(
-    collection: CollectionName,
-    id: string,
-    bytes: Uint8Array,
-  ): Promise<string | null> {
-    const path = await this.#write(() => this.#path(collection, id));
-    return (await this.#write(() => createFileOnceUnsynced(path, bytes))) ? path : null;
+  async createManyUnsynced(
+    entries: readonly { collection: CollectionName; id: string; bytes: Uint8Array }[],
+  ): Promise<string[]> {
+    const CHUNK = 32;
+    const written: string[] = [];
+    for (let start = 0; start < entries.length; start += CHUNK) {
+      if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+      for (const { collection, id, bytes } of entries.slice(start, start + CHUNK)) {
+        const path = await this.#write(() => this.#path(collection, id));
+        await this.#write(async () => {
+          if (createFileOnceUnsyncedSync(path, bytes)) written.push(path);
+        });
+      }
+    }
+    return written;
   }
 
-  /** Makes files written by `createUnsynced` durable, one by one. */
+  /** Makes files written by `createManyUnsynced` durable, one by one. */
   syncFiles(paths: readonly string[]): Promise<void> {
     return this.#write(() => syncFiles(paths));
   }

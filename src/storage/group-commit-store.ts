@@ -261,11 +261,7 @@ export class GroupCommitStore implements DocumentStore {
     if (segment === null || segment.entries.length === 0) return;
     this.#segment = null;
     await segment.handle.close();
-    const paths: string[] = [];
-    for (const { collection, id, bytes } of segment.entries) {
-      const path = await this.#inner.createUnsynced(collection, id, bytes);
-      if (path !== null) paths.push(path);
-    }
+    const paths = await this.#inner.createManyUnsynced(segment.entries);
     try {
       await this.#syncFileSystem(this.#directory);
     } catch {
