@@ -37,6 +37,8 @@ import type { RedisConnection, RedisLog } from "../redis/connection.js";
 import type { RedisOutages } from "../redis/outages.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { FsDocumentStore } from "../storage/fs-document-store.js";
+import { GroupCommitStore } from "../storage/group-commit-store.js";
+import { journalDirectory } from "../storage/job-journal.js";
 import { openDocumentStore } from "../storage/open.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
 import type { ServiceConfig } from "./config.js";
@@ -79,12 +81,15 @@ async function storeHealth(store: DocumentStore): Promise<DependencyHealth> {
   }
 }
 
+/** Settlement jobs run at once in embedded mode (each mostly waits for the shared log sync). */
+const SETTLEMENTS_IN_PROCESS_CONCURRENCY = 256;
+
 export async function openBackends(
   config: ServiceConfig,
   options: { clock: () => number; log: RedisLog & CapJournalLog; outages?: RedisOutages },
 ): Promise<Backends> {
   const { clock, log, outages } = options;
-  const documentStore = await openDocumentStore(config);
+  let documentStore = await openDocumentStore(config);
   const cacheLimits = {
     ttlSeconds: config.limits.digestCacheTtlSeconds,
     maxEntries: config.limits.digestCacheMaxEntries,
@@ -92,6 +97,21 @@ export async function openBackends(
   if (documentStore instanceof FsDocumentStore) {
     const removed = await documentStore.sweepTemporaryFiles();
     if (removed > 0) log.info(`removed ${removed} temporary files left by earlier writers`);
+    if (config.redisUrl === null) {
+      // Embedded: settlement receipts are group-committed (issue 33, payments-decisions.md);
+      // this process is their only writer. Distributed workers share the directory: not there.
+      const grouped = new GroupCommitStore(
+        documentStore,
+        journalDirectory(config.dataDir, "settlements-log"),
+        ["settlements"],
+        {
+          onCheckpointError: (err) =>
+            log.warn({ err }, "settlement checkpoint failed; its log segment is replayed at start"),
+        },
+      );
+      await grouped.open();
+      documentStore = grouped;
+    }
   }
   if (config.redisUrl === null) {
     return backendsOf(config, documentStore, {
@@ -204,7 +224,10 @@ export async function openQueues(
       new InProcessQueue(
         SETTLEMENTS_QUEUE,
         settlementsProcessor(documentStore, signer, clock),
-        SETTLEMENTS_QUEUE_OPTIONS,
+        // One log sync covers every receipt signed while the previous one ran, so the jobs
+        // running at once bound the batch (8 capped it near 8 per 6–8 ms fsync). The queue's
+        // byte budget and per-principal shares still bound what waits.
+        { ...SETTLEMENTS_QUEUE_OPTIONS, concurrency: SETTLEMENTS_IN_PROCESS_CONCURRENCY },
       ),
     );
   }

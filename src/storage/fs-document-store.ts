@@ -13,10 +13,12 @@ import { join } from "node:path";
 import { compareCodePoints } from "../verifier/json/canonical.js";
 import {
   createFileOnce,
+  createFileOnceUnsyncedSync,
   readIfPresent,
   removeFile,
   replaceFile,
   sweepTemporaryFiles,
+  syncFiles,
 } from "./atomic-file.js";
 import {
   type CollectionName,
@@ -161,6 +163,34 @@ export class FsDocumentStore implements DocumentStore {
     const stored = await readIfPresent(path);
     if (stored === null) throw new Error("a document vanished while being created");
     return { created: false, stored };
+  }
+
+  /**
+   * `create` without fsyncs, for the group-commit store's checkpoint (group-commit-store.ts),
+   * which holds the documents durably in its log until `syncFiles` or a `syncfs` covered them.
+   * Writes `CHUNK` files per turn of the event loop. Returns the paths this call wrote (a
+   * document already there is left as it is).
+   */
+  async createManyUnsynced(
+    entries: readonly { collection: CollectionName; id: string; bytes: Uint8Array }[],
+  ): Promise<string[]> {
+    const CHUNK = 32;
+    const written: string[] = [];
+    for (let start = 0; start < entries.length; start += CHUNK) {
+      if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+      for (const { collection, id, bytes } of entries.slice(start, start + CHUNK)) {
+        const path = await this.#write(() => this.#path(collection, id));
+        await this.#write(async () => {
+          if (createFileOnceUnsyncedSync(path, bytes)) written.push(path);
+        });
+      }
+    }
+    return written;
+  }
+
+  /** Makes files written by `createManyUnsynced` durable, one by one. */
+  syncFiles(paths: readonly string[]): Promise<void> {
+    return this.#write(() => syncFiles(paths));
   }
 
   async replace(
