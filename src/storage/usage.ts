@@ -7,10 +7,22 @@
  * Every change is a compare-and-set, so concurrent writers add up. `chargeUsage` checks the
  * quota in the same compare-and-set that raises the usage, so charges never pass it;
  * `addUsage` raises or lowers without a check (crystals check first and raise after the write).
+ *
+ * One key posting 16 anchors at once made 16 compare-and-sets race on one document: most
+ * lost, again and again, and after 20 tries the charge failed as a 500 (the fleet bench saw
+ * 27 of 289). So the writers of one process take turns per document (only other processes
+ * race now), a lost race waits a random, growing moment before it reads again, and running
+ * out of tries is the store being unavailable (503 with Retry-After, nothing charged), not a
+ * fault.
  */
 
+import { setTimeout as sleep } from "node:timers/promises";
 import { dumpCompact } from "../verifier/json/dump.js";
-import type { CollectionName, DocumentStore } from "./document-store.js";
+import {
+  type CollectionName,
+  type DocumentStore,
+  DocumentStoreUnavailableError,
+} from "./document-store.js";
 
 export type UsageKind = "tenant" | "principal";
 
@@ -46,15 +58,48 @@ async function updateUsage(
   id: string,
   next: (current: number) => number | null,
 ): Promise<{ current: number; changed: boolean }> {
-  for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
-    const document = await store.get(collection, id);
-    const current = bytesOf(document);
-    const total = next(current);
-    if (total === null) return { current, changed: false };
-    const bytes = Buffer.from(dumpCompact({ bytes: total }), "utf8");
-    if (await store.replace(collection, id, document, bytes)) return { current, changed: true };
+  return inTurn(store, `${collection}/${id}`, async () => {
+    for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
+      if (attempt > 0) await sleep(Math.random() * Math.min(50, 2 ** attempt));
+      const document = await store.get(collection, id);
+      const current = bytesOf(document);
+      const total = next(current);
+      if (total === null) return { current, changed: false };
+      const bytes = Buffer.from(dumpCompact({ bytes: total }), "utf8");
+      if (await store.replace(collection, id, document, bytes)) return { current, changed: true };
+    }
+    throw new DocumentStoreUnavailableError(
+      "quota usage could not be updated: too many concurrent writers",
+    );
+  });
+}
+
+/** Per store, the last update queued on each usage document of this process. */
+const turns = new WeakMap<DocumentStore, Map<string, Promise<unknown>>>();
+
+/** Runs `update` after this process's earlier updates of `document` have settled. */
+async function inTurn<T>(
+  store: DocumentStore,
+  document: string,
+  update: () => Promise<T>,
+): Promise<T> {
+  let queue = turns.get(store);
+  if (queue === undefined) {
+    queue = new Map();
+    turns.set(store, queue);
   }
-  throw new Error("quota usage could not be updated: too many concurrent writers");
+  const before = queue.get(document) ?? Promise.resolve();
+  const mine = before.then(update, update);
+  const settled = mine.then(
+    () => undefined,
+    () => undefined,
+  );
+  queue.set(document, settled);
+  try {
+    return await mine;
+  } finally {
+    if (queue.get(document) === settled) queue.delete(document);
+  }
 }
 
 /** Adds `bytes` (negative: frees them, never below zero) to a usage document. */

@@ -72,5 +72,23 @@ for (const [name, open] of stores) {
         await dispose();
       }
     });
+
+    test("64 charges of one key at once all land: one process's writers take turns", async () => {
+      // The fleet bench's 16 concurrent anchors of one key lost the compare-and-set race 20
+      // times and answered 500; now they queue per document within the process.
+      const { store, dispose } = await open();
+      try {
+        const principal = "key:fedcba9876543210";
+        const charges = await Promise.all(
+          Array.from({ length: 64 }, () =>
+            chargeUsage(store, "anchors", "principal", principal, 10, 1_000_000),
+          ),
+        );
+        assert.deepEqual(new Set(charges), new Set([null]));
+        assert.equal(await readUsage(store, "anchors", "principal", principal), 640);
+      } finally {
+        await dispose();
+      }
+    });
   });
 }
