@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
+import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { PrivateKeyAccount } from "viem/accounts";
@@ -43,7 +44,7 @@ import { DATABASE_URL, dropSchema, privateSchema } from "../support/pg.js";
 
 const GOOD = corpusBytes("vectors/01_happy_minimal.json");
 /** Signature checks per second per address; an address may burst to twice as many. */
-const PER_ADDRESS = 2;
+const PER_ADDRESS = 1;
 const UPLOADS_PER_KEY = 4;
 
 describe("per-client limits across two web processes", () => {
@@ -110,6 +111,15 @@ describe("per-client limits across two web processes", () => {
     const payments = await Promise.all(
       Array.from({ length: 40 }, () => bogusPayment(forger, payer, requirement, offer)),
     );
+    // Each web recovers a few signatures first, from other addresses (their own buckets), so
+    // that the measured calls run warm and close together.
+    for (const [index, web] of webs.entries()) {
+      for (const last of [10, 11]) {
+        const warm = await bogusPayment(forger, payer, requirement, offer);
+        const answer = await postFrom(web, `127.0.0.${last + 2 * index}`, warm);
+        assert.equal(answer, 402);
+      }
+    }
     const started = performance.now();
     const answers = await Promise.all(
       payments.map(async (header, index) => {
@@ -235,6 +245,29 @@ async function bogusPayment(
     validBefore: nowS + BigInt(requirement.maxTimeoutSeconds),
   });
   return toHeader(v2Payment(offer, signed));
+}
+
+/** `POST /verify` with a payment from another loopback address; resolves with the status. */
+function postFrom(web: ServerProcess, localAddress: string, payment: string): Promise<number> {
+  const url = new URL(`${web.base}/verify`);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: "POST",
+        localAddress,
+        headers: { "payment-signature": payment, "content-length": GOOD.length },
+      },
+      (response) => {
+        response.resume();
+        response.on("end", () => resolve(response.statusCode ?? 0));
+      },
+    );
+    request.on("error", reject);
+    request.end(GOOD);
+  });
 }
 
 /** Polls an async condition every 50 ms for at most 15 s. */
