@@ -115,7 +115,7 @@ export async function openBackends(
   options: { clock: () => number; log: RedisLog & CapJournalLog; outages?: RedisOutages },
 ): Promise<Backends> {
   const { clock, log, outages } = options;
-  const documentStore = await openDocumentStore(config);
+  const documentStore = await openDocumentStore(config, { log });
   const cacheLimits = {
     ttlSeconds: config.limits.digestCacheTtlSeconds,
     maxEntries: config.limits.digestCacheMaxEntries,
