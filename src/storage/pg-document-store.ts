@@ -12,7 +12,7 @@
  * document.
  *
  * A circuit breaker (src/io/circuit-breaker.ts, issue 34, finding 4) sits in front of every
- * statement: once one is not answered (a read or connect timeout, a connection lost), later
+ * statement: once one is not answered in time (a read or connect timeout), later
  * calls fail at once with `DocumentStoreUnavailableError`, having sent nothing, while a
  * background `SELECT 1` on a connection of its own checks for recovery. Without it every
  * request paid the client-side timeout again for as long as the database stalled.
@@ -114,33 +114,28 @@ export function isUnavailableError(error: unknown): boolean {
   return error.cause !== undefined && isUnavailableError(error.cause);
 }
 
-/** SQLSTATEs of a server that is going away or not there yet: it will not answer. */
-const NO_ANSWER_SQLSTATES = new Set(["57P01", "57P02", "57P03"]);
-/** pg's own errors for a connection lost, or an answer that did not come in time. */
-const NO_ANSWER_MESSAGES = [
-  /^Connection terminated/,
+/** pg's own errors for an answer (or a connection) that did not come in time. */
+const TIMED_OUT_MESSAGES = [
   /^timeout exceeded when trying to connect$/,
+  /^Connection terminated due to connection timeout$/,
   /^Query read timeout$/,
-  /is not queryable$/,
 ];
 
 /**
- * What opens the breaker: the database did not answer (a timeout, a connection refused or
- * lost), as opposed to answering with an error. A statement timeout (57014), a lock or
- * serialization failure, a read-only standby are answers: the next statement may succeed,
- * and a probe would close the circuit at once.
+ * What opens the breaker: the database did not answer in time (a read or connect timeout,
+ * ETIMEDOUT). Only waiting is worth remembering: a refused or dropped connection
+ * (ECONNREFUSED, "Connection terminated") already fails in milliseconds on its own and is
+ * noticed as soon as the database is back, where an open breaker would keep refusing until
+ * its probe. A statement timeout (57014), a lock or serialization failure, a read-only
+ * standby are answers, not silence.
  */
 export function isUnansweredQuery(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   // Our own refusal while open, or an outage already translated, says nothing new.
   if (error instanceof DocumentStoreUnavailableError) return false;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === "string") {
-    if (NO_ANSWER_SQLSTATES.has(code) || UNAVAILABLE_SYSTEM_CODES.has(code)) return true;
-    if (code.length === 5 && code.startsWith("08")) return true;
-  }
+  if ((error as { code?: unknown }).code === "ETIMEDOUT") return true;
   if (error instanceof AggregateError) return error.errors.some(isUnansweredQuery);
-  if (NO_ANSWER_MESSAGES.some((pattern) => pattern.test(error.message))) return true;
+  if (TIMED_OUT_MESSAGES.some((pattern) => pattern.test(error.message))) return true;
   return error.cause !== undefined && isUnansweredQuery(error.cause);
 }
 
@@ -167,7 +162,7 @@ function databaseOutageCause(error: unknown): string {
   if (!(error instanceof Error)) return "unknown";
   const code = (error as { code?: unknown }).code;
   if (typeof code === "string") return code;
-  return NO_ANSWER_MESSAGES.some((pattern) => pattern.test(error.message))
+  return TIMED_OUT_MESSAGES.some((pattern) => pattern.test(error.message))
     ? error.message.slice(0, 80)
     : error.name;
 }

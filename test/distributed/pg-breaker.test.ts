@@ -101,7 +101,7 @@ describe("a stalled PostgreSQL behind the breaker", () => {
     const median = (answers: Answer[]) =>
       answers.map((answer) => answer.ms).sort((a, b) => a - b)[Math.floor(answers.length / 2)] ?? 0;
     t.diagnostic(
-      `stalled: first request ${first.ms.toFixed(0)} ms (the client-side timeout); then ` +
+      `healthy write ${warm.ms.toFixed(1)} ms; stalled: first request ${first.ms.toFixed(0)} ms (the client-side timeout); then ` +
         `5 writes p50 ${median(refused).toFixed(1)} ms, 5 reads p50 ${median(reads).toFixed(1)} ms, ` +
         `/health ${health.ms.toFixed(1)} ms (wall, on a shared machine); ` +
         `${proxy.heldChunks - heldAtOpening} chunks held after the opening (the probes' connections)`,
