@@ -15,11 +15,7 @@
  * not refused for a dependency it does not need.
  */
 import { createHash, randomBytes } from "node:crypto";
-import type {
-  InProcessUploadSlots,
-  UploadSlot,
-  UploadSlots,
-} from "../service/http/upload-slots.js";
+import type { InProcessUploadSlots, UploadSlot, UploadSlots } from "../access/upload-slots.js";
 import { LuaScript, type RedisConnection } from "./connection.js";
 
 // KEYS[1] the principal's slots (a sorted set: member = slot id, score = its expiry, ms).

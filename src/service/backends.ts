@@ -30,6 +30,7 @@ import {
 } from "../access/evaluation/challenge-ledger.js";
 import { type IdempotencyStore, MemoryIdempotencyStore } from "../access/idempotency-store.js";
 import { type CapJournalLog, MemoryCapStore } from "../access/memory-cap-store.js";
+import { InProcessUploadSlots, type UploadSlots } from "../access/upload-slots.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
 import { MemoryNonceLedger, type NonceLedger } from "../payments/nonce-ledger.js";
@@ -45,7 +46,6 @@ import { FsDocumentStore } from "../storage/fs-document-store.js";
 import { openDocumentStore } from "../storage/open.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
 import type { ServiceConfig } from "./config.js";
-import { InProcessUploadSlots, type UploadSlots } from "./http/upload-slots.js";
 
 export type DependencyHealth = "up" | "down";
 

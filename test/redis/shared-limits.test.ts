@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { InProcessUploadSlots, type UploadSlots } from "../../src/access/upload-slots.js";
 import {
   InProcessSignatureChecks,
   SignatureBudget,
@@ -15,7 +16,6 @@ import {
 import type { RedisConnection } from "../../src/redis/connection.js";
 import { RedisSignatureChecks } from "../../src/redis/redis-signature-budget.js";
 import { RedisUploadSlots } from "../../src/redis/redis-upload-slots.js";
-import { InProcessUploadSlots, type UploadSlots } from "../../src/service/http/upload-slots.js";
 import { disposeTestRedis, openTestRedis } from "./support.js";
 
 const T0 = 1_800_000_000_000;

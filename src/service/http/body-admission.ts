@@ -19,7 +19,7 @@
  *   without a declared length is cut off at the limit while it streams.
  * - Routes that take large bodies from one principal (`POST /crystals`) hold at most
  *   `maxCrystalUploadsPerKey` of them per principal at once: more are `429 too_many_uploads`.
- *   The slots are the mode's (`UploadSlots`, upload-slots.ts): across the deployment when
+ *   The slots are the mode's (`UploadSlots`, src/access/upload-slots.ts): across the deployment when
  *   distributed, so that N webs do not allow N times the limit.
  *
  * Registered after access control: `preParsing` runs once every `onRequest` hook (the
@@ -29,11 +29,11 @@ import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
+import type { UploadSlot, UploadSlots } from "../../access/upload-slots.js";
 import type { ServiceLimits } from "../config.js";
 import { type Answer, errorAnswer, ServiceError, sendAnswer } from "../errors.js";
 import { fairShareKey } from "../fair-share.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
-import type { UploadSlot, UploadSlots } from "./upload-slots.js";
 
 /** Node's own test for an `Expect` that asks for `100 Continue`. */
 const CONTINUE_EXPECTATION = /(?:^|\W)100-continue(?:$|\W)/i;
