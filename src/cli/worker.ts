@@ -98,7 +98,9 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     queues: [ANCHORS_QUEUE, SETTLEMENTS_QUEUE],
     log,
   });
-  const openedStore = await openDocumentStore(config);
+  const openedStore = await openDocumentStore(config, {
+    log: { warn: (message) => log.warn({}, message), info: (message) => log.info({}, message) },
+  });
   const store = metrics.observeStore(openedStore);
   const workers = startReceiptdWorkers({
     redisUrl: config.redisUrl,

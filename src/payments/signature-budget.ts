@@ -7,10 +7,27 @@
  * of tokens is refused without any signature work, and one client's flood leaves the others
  * their share.
  *
- * Token buckets in process memory: this bounds one process's CPU, so it is per instance by
- * design (no store round trip on the hot path). Clients are named by the caller (a keyed hash
- * of the address), so no address is held here.
+ * The process's share is in process memory: it bounds this process's CPU, so it is per
+ * instance by design. A client's share is meant for the client across the deployment (issue
+ * 34, finding 6: one address had 42 signatures checked over two webs where one allows 20), so
+ * distributed mode keeps it in Redis (`RedisSignatureChecks`, src/redis) and uses the bucket
+ * here only while Redis cannot answer. Both sit behind `SignatureChecks`. Clients are named by
+ * the caller (a keyed hash of the address), so no address is held here.
  */
+
+/** Takes one signature check for a client, from its share and the process's, or refuses. */
+export interface SignatureChecks {
+  take(client: string): Promise<SignatureBudgetDecision>;
+}
+
+/** Embedded mode: both shares in this process (`SignatureBudget`). */
+export class InProcessSignatureChecks implements SignatureChecks {
+  constructor(readonly budget: SignatureBudget) {}
+
+  async take(client: string): Promise<SignatureBudgetDecision> {
+    return this.budget.take(client);
+  }
+}
 
 export interface SignatureBudgetOptions {
   /** Recoveries per second one client may sustain; it may burst to twice as many. */
@@ -74,6 +91,27 @@ export class SignatureBudget {
     bucket.tokens -= 1;
     this.#process.tokens -= 1;
     return "granted";
+  }
+
+  /**
+   * Takes one check from the process's share alone (a shared client share is checked
+   * elsewhere); false when it has none left.
+   */
+  takeProcess(): boolean {
+    refill(this.#process, this.#now(), this.#total, this.#total);
+    if (this.#process.tokens < 1) return false;
+    this.#process.tokens -= 1;
+    return true;
+  }
+
+  /** Gives back a check `takeProcess` took for a call that was refused elsewhere. */
+  giveBackProcess(): void {
+    this.#process.tokens = Math.min(this.#total, this.#process.tokens + 1);
+  }
+
+  /** The per-client rate and burst, for a shared bucket that must match this one. */
+  get perClient(): { perSecond: number; burst: number } {
+    return { perSecond: this.#perClient, burst: this.#clientBurst };
   }
 
   /** Clients currently tracked (tests check that idle ones are forgotten). */

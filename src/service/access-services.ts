@@ -22,7 +22,7 @@ import {
   SettlementIntents,
 } from "../payments/settlement-intents.js";
 import type { Settlement } from "../payments/settlement-receipt.js";
-import { SignatureBudget } from "../payments/signature-budget.js";
+import type { SignatureChecks } from "../payments/signature-budget.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { JobJournal, journalDirectory } from "../storage/job-journal.js";
 import type { ServiceConfig } from "./config.js";
@@ -36,6 +36,8 @@ export interface AccessServiceDependencies {
   /** Daily caps and the x402 nonce ledger of the mode (memory or Redis); owned by the caller. */
   caps: CapStore;
   nonces: NonceLedger;
+  /** The x402 signature-check shares of the mode (per client across the deployment when distributed). */
+  signatureChecks: SignatureChecks;
   /** Spent evaluation-key challenges (memory or Redis); owned by the caller. */
   challenges: ChallengeLedger;
   /** The deployment's shared secret, from which the challenges' keys are derived. */
@@ -85,12 +87,7 @@ export function createAccessServices(
           signer: () => identity.signer(),
           onSettled: dependencies.onSettled,
           onOutcome: dependencies.onPayment,
-          signatureBudget: new SignatureBudget({
-            perClientPerSecond: config.limits.x402SignatureChecksPerAddress,
-            totalPerSecond: config.limits.x402SignatureChecksPerSecond,
-            // The service clock (tests freeze it); a step back only delays the refill.
-            now: clock,
-          }),
+          signatureBudget: dependencies.signatureChecks,
           clientOf: (request) => addressCounter(request.ip, addressKey) ?? "unknown",
           onSignatureCheck: dependencies.onSignatureCheck,
           ...(intents === null ? {} : { intents }),

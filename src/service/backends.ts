@@ -2,7 +2,7 @@
  * The two modes of architecture.md, chosen in one place: embedded (memory and files in
  * `DATA_DIR`) unless `REDIS_URL` / `DATABASE_URL` say otherwise. Everything above this module
  * sees only the interfaces — `DocumentStore`, `DigestCache`, `CapStore`, `NonceLedger`,
- * `ChallengeLedger`, `JobQueue` — so
+ * `ChallengeLedger`, `SignatureChecks`, `UploadSlots`, `JobQueue` — so
  * no route knows which mode it runs in.
  *
  * The Redis, BullMQ and PostgreSQL clients are imported only by the mode that uses them:
@@ -30,9 +30,15 @@ import {
 } from "../access/evaluation/challenge-ledger.js";
 import { type IdempotencyStore, MemoryIdempotencyStore } from "../access/idempotency-store.js";
 import { type CapJournalLog, MemoryCapStore } from "../access/memory-cap-store.js";
+import { InProcessUploadSlots, type UploadSlots } from "../access/upload-slots.js";
 import type { DigestCache } from "../cache/digest-cache.js";
 import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
 import { MemoryNonceLedger, type NonceLedger } from "../payments/nonce-ledger.js";
+import {
+  InProcessSignatureChecks,
+  SignatureBudget,
+  type SignatureChecks,
+} from "../payments/signature-budget.js";
 import type { RedisConnection, RedisLog } from "../redis/connection.js";
 import type { RedisOutages } from "../redis/outages.js";
 import type { DocumentStore } from "../storage/document-store.js";
@@ -61,6 +67,13 @@ export interface Backends {
   challenges: ChallengeLedger;
   /** `Idempotency-Key` entries of keyed and paid writes (plugins/idempotency.ts). */
   idempotency: IdempotencyStore;
+  /**
+   * The x402 signature checks per client address: its share across the deployment in
+   * distributed mode, in this process when embedded; the process's own share in both.
+   */
+  signatureChecks: SignatureChecks;
+  /** `CRYSTAL_UPLOADS_PER_KEY` slots: per principal across the deployment when distributed. */
+  uploads: UploadSlots;
   /** The shared Redis connection in distributed mode (queues open their own), else null. */
   redis: RedisConnection | null;
   /**
@@ -84,12 +97,30 @@ async function storeHealth(store: DocumentStore): Promise<DependencyHealth> {
 /** Settlement jobs run at once in embedded mode (each mostly waits for the shared log sync). */
 const SETTLEMENTS_IN_PROCESS_CONCURRENCY = 256;
 
+/** The process's signature shares (`X402_SIGNATURE_CHECKS_*`), on the service clock. */
+function signatureBudgetOf(config: ServiceConfig, clock: () => number): SignatureBudget {
+  return new SignatureBudget({
+    perClientPerSecond: config.limits.x402SignatureChecksPerAddress,
+    totalPerSecond: config.limits.x402SignatureChecksPerSecond,
+    // The service clock (tests freeze it); a step back only delays the refill.
+    now: clock,
+  });
+}
+
+/**
+ * How long an upload slot in Redis outlives a web that never released it (killed mid-upload):
+ * the body's deadline, and a minute for the answer (store writes time out well within it).
+ */
+function uploadSlotTtlMs(config: ServiceConfig): number {
+  return config.http.requestTimeoutMs + 60_000;
+}
+
 export async function openBackends(
   config: ServiceConfig,
   options: { clock: () => number; log: RedisLog & CapJournalLog; outages?: RedisOutages },
 ): Promise<Backends> {
   const { clock, log, outages } = options;
-  let documentStore = await openDocumentStore(config);
+  let documentStore = await openDocumentStore(config, { log });
   const cacheLimits = {
     ttlSeconds: config.limits.digestCacheTtlSeconds,
     maxEntries: config.limits.digestCacheMaxEntries,
@@ -128,6 +159,8 @@ export async function openBackends(
       // Not journaled: a restart forgets the keys, as it forgets the in-memory nonce ledger
       // (docs/access-decisions.md, "Idempotency-Key").
       idempotency: new MemoryIdempotencyStore(clock),
+      signatureChecks: new InProcessSignatureChecks(signatureBudgetOf(config, clock)),
+      uploads: new InProcessUploadSlots(config.limits.maxCrystalUploadsPerKey),
     });
   }
   const [
@@ -138,6 +171,8 @@ export async function openBackends(
     { RedisNonceLedger },
     { RedisChallengeLedger },
     { RedisIdempotencyStore },
+    { RedisSignatureChecks },
+    { RedisUploadSlots },
   ] = await Promise.all([
     import("../redis/connection.js"),
     import("../redis/fallback-cap-store.js"),
@@ -146,6 +181,8 @@ export async function openBackends(
     import("../redis/redis-nonce-ledger.js"),
     import("../redis/redis-challenge-ledger.js"),
     import("../redis/redis-idempotency-store.js"),
+    import("../redis/redis-signature-budget.js"),
+    import("../redis/redis-upload-slots.js"),
   ]);
   const redis = openRedis({ url: config.redisUrl, prefix: config.redisPrefix, log, outages });
   return backendsOf(config, documentStore, {
@@ -159,23 +196,26 @@ export async function openBackends(
     challenges: new RedisChallengeLedger(redis, clock),
     // No fallback: a retry cannot be told from a first request while Redis is away (503).
     idempotency: new RedisIdempotencyStore(redis),
+    // Shared per client, and counted in the process while Redis cannot answer (issue 34,
+    // finding 6): both bound work or bodies, so a brief per-process bound beats refusing.
+    signatureChecks: new RedisSignatureChecks(redis, signatureBudgetOf(config, clock), clock),
+    uploads: new RedisUploadSlots(redis, {
+      slotTtlMs: uploadSlotTtlMs(config),
+      fallback: new InProcessUploadSlots(config.limits.maxCrystalUploadsPerKey),
+      now: clock,
+    }),
   });
 }
 
 function backendsOf(
   config: ServiceConfig,
   documentStore: DocumentStore,
-  parts: Pick<Backends, "redis" | "digestCache" | "caps" | "nonces" | "challenges" | "idempotency">,
+  parts: Omit<Backends, "documentStore" | "health" | "close">,
 ): Backends {
   const { redis, digestCache, caps, nonces, challenges, idempotency } = parts;
   return {
+    ...parts,
     documentStore,
-    digestCache,
-    caps,
-    nonces,
-    challenges,
-    idempotency,
-    redis,
     async health() {
       const report: BackendsHealth = {};
       if (redis !== null) report.redis = await redis.ping();

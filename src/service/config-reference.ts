@@ -251,7 +251,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Access and limits",
     default: String(DEFAULT_LIMITS.x402SignatureChecksPerAddress),
     meaning:
-      "x402 payment signatures one client address (IPv6: one /64) may have recovered per second, in bursts of up to twice as many; beyond it `429 payment_rate_limited` before any hashing. Payments that fail the cheap checks (amount, payTo, network, asset, window) never count.",
+      "x402 payment signatures one client address (IPv6: one /64) may have recovered per second, in bursts of up to twice as many; beyond it `429 payment_rate_limited` before any hashing. Payments that fail the cheap checks (amount, payTo, network, asset, window) never count. Distributed mode: one budget per address across every web process (in Redis; per process while Redis is down).",
     processes: SERVE,
   },
   {
@@ -282,7 +282,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Access and limits",
     default: String(DEFAULT_LIMITS.maxCrystalUploadsPerKey),
     meaning:
-      "`POST /crystals` bodies one key (or payer) may send at once; more get `429 too_many_uploads`.",
+      "`POST /crystals` bodies one key (or payer) may send at once; more get `429 too_many_uploads`. Distributed mode: across every web process (in Redis; per process while Redis is down).",
     processes: SERVE,
   },
   {

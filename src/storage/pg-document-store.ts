@@ -10,8 +10,20 @@
  * connection was cut after the server received it may still have committed; retrying it is
  * safe, since `create` then returns the stored bytes and `replace` reports the changed
  * document.
+ *
+ * A circuit breaker (src/io/circuit-breaker.ts, issue 34, finding 4) sits in front of every
+ * statement: once one is not answered in time (a read or connect timeout), later
+ * calls fail at once with `DocumentStoreUnavailableError`, having sent nothing, while a
+ * background `SELECT 1` on a connection of its own checks for recovery. Without it every
+ * request paid the client-side timeout again for as long as the database stalled.
  */
 import pg from "pg";
+import {
+  type BreakerLog,
+  type BreakerTiming,
+  CircuitBreaker,
+  type CircuitState,
+} from "../io/circuit-breaker.js";
 import {
   type CollectionName,
   type CreateResult,
@@ -36,6 +48,10 @@ export interface PgDocumentStoreOptions {
    * database that has gone silent without closing the connection.
    */
   queryTimeoutMillis?: number;
+  /** Where the breaker says it opened and closed (default: nowhere). */
+  log?: BreakerLog;
+  /** The breaker's probe intervals (tests shorten them). */
+  breaker?: Omit<BreakerTiming, "log">;
 }
 
 export const DEFAULT_SCHEMA = "receiptd";
@@ -98,6 +114,88 @@ export function isUnavailableError(error: unknown): boolean {
   return error.cause !== undefined && isUnavailableError(error.cause);
 }
 
+/** pg's own errors for an answer (or a connection) that did not come in time. */
+const TIMED_OUT_MESSAGES = [
+  /^timeout exceeded when trying to connect$/,
+  /^Connection terminated due to connection timeout$/,
+  /^Query read timeout$/,
+];
+
+/**
+ * What opens the breaker: the database did not answer in time (a read or connect timeout,
+ * ETIMEDOUT). Only waiting is worth remembering: a refused or dropped connection
+ * (ECONNREFUSED, "Connection terminated") already fails in milliseconds on its own and is
+ * noticed as soon as the database is back, where an open breaker would keep refusing until
+ * its probe. A statement timeout (57014), a lock or serialization failure, a read-only
+ * standby are answers, not silence.
+ */
+export function isUnansweredQuery(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  // Our own refusal while open, or an outage already translated, says nothing new.
+  if (error instanceof DocumentStoreUnavailableError) return false;
+  if ((error as { code?: unknown }).code === "ETIMEDOUT") return true;
+  if (error instanceof AggregateError) return error.errors.some(isUnansweredQuery);
+  if (TIMED_OUT_MESSAGES.some((pattern) => pattern.test(error.message))) return true;
+  return error.cause !== undefined && isUnansweredQuery(error.cause);
+}
+
+/** The database breaker's policy: its refusal is the store's usual "unavailable" error. */
+function databaseBreaker(timing: BreakerTiming): CircuitBreaker {
+  return new CircuitBreaker(
+    {
+      isUnanswered: isUnansweredQuery,
+      openError: (retryInMs) =>
+        new DocumentStoreUnavailableError(
+          `document database did not answer recently; not sent (next check in ${Math.ceil(retryInMs)} ms)`,
+        ),
+      // No other log reports a database outage, so every opening is said, with its cause
+      // (an error class or pg's fixed message: never a statement, a value or the URL).
+      opened: (error) =>
+        `postgres did not answer (${databaseOutageCause(error)}); failing fast until it does`,
+      closed: "postgres answers again; statements are sent again",
+    },
+    timing,
+  );
+}
+
+function databaseOutageCause(error: unknown): string {
+  if (!(error instanceof Error)) return "unknown";
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string") return code;
+  return TIMED_OUT_MESSAGES.some((pattern) => pattern.test(error.message))
+    ? error.message.slice(0, 80)
+    : error.name;
+}
+
+/** How long the breaker's probe may take to connect and answer `SELECT 1`. */
+const PROBE_TIMEOUT_MS = 2_000;
+
+/**
+ * One `SELECT 1` on a connection of its own, never a pooled one: the pool's connections may
+ * all be held by statements waiting out their timeouts, and a fresh connection also proves
+ * that new ones can be made.
+ */
+async function probeDatabase(url: string): Promise<boolean> {
+  const client = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: PROBE_TIMEOUT_MS,
+    query_timeout: PROBE_TIMEOUT_MS,
+    application_name: "receiptd-probe",
+  });
+  // A connection lost after the probe gave up must not crash the process.
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    await client.query("SELECT 1");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    // Not awaited: on a stalled server the goodbye would wait as long as the stall.
+    client.end().catch(() => {});
+  }
+}
+
 /** Rethrows an outage as `DocumentStoreUnavailableError` (the original as its cause). */
 function translate(error: unknown): never {
   if (isUnavailableError(error) && !(error instanceof DocumentStoreUnavailableError)) {
@@ -140,11 +238,18 @@ function asBuffer(bytes: Uint8Array): Buffer {
 export class PgDocumentStore implements DocumentStore {
   readonly #pool: pg.Pool;
   readonly #table: string;
+  readonly #breaker: CircuitBreaker;
   #closed: Promise<void> | undefined;
 
-  private constructor(pool: pg.Pool, schema: string) {
+  private constructor(pool: pg.Pool, schema: string, breaker: CircuitBreaker) {
     this.#pool = pool;
     this.#table = `${quoteSchema(schema)}.documents`;
+    this.#breaker = breaker;
+  }
+
+  /** `open` while the database has not answered recently (`/health` reports it `down`). */
+  get circuit(): CircuitState {
+    return this.#breaker.state;
   }
 
   /** Connects, brings the schema up to date (see pg-migrations.ts), and returns the store. */
@@ -171,7 +276,9 @@ export class PgDocumentStore implements DocumentStore {
       await pool.end().catch(() => {});
       translate(error);
     }
-    return new PgDocumentStore(pool, schema);
+    const breaker = databaseBreaker({ ...options.breaker, log: options.log });
+    breaker.useProbe(() => probeDatabase(options.url));
+    return new PgDocumentStore(pool, schema, breaker);
   }
 
   async #query<Row extends pg.QueryResultRow>(
@@ -179,7 +286,7 @@ export class PgDocumentStore implements DocumentStore {
     values: unknown[],
   ): Promise<pg.QueryResult<Row>> {
     try {
-      return await this.#pool.query<Row>(text, values);
+      return await this.#breaker.run(() => this.#pool.query<Row>(text, values));
     } catch (error) {
       translate(error);
     }
@@ -255,6 +362,7 @@ export class PgDocumentStore implements DocumentStore {
 
   /** Waits for queries in flight, then closes every connection. Idempotent. */
   close(): Promise<void> {
+    this.#breaker.close();
     this.#closed ??= this.#pool.end();
     return this.#closed;
   }

@@ -333,8 +333,18 @@ describe("PgDocumentStore outages", () => {
         store.create("anchors", "sha256:silent", bytes("x")),
         DocumentStoreUnavailableError,
       );
-      await assert.rejects(store.get("anchors", "sha256:silent"), DocumentStoreUnavailableError);
+      // The timeout opened the breaker: later calls fail at once, without being sent.
+      assert.equal(store.circuit, "open");
+      proxy.mode = "blackhole";
+      const dropped = proxy.requestDropped().then(() => "sent");
+      const refused = store.get("anchors", "sha256:silent").then(
+        () => "answered",
+        (error: unknown) => (error instanceof DocumentStoreUnavailableError ? "refused" : error),
+      );
+      assert.equal(await Promise.race([refused, dropped]), "refused");
       proxy.mode = "pass";
+      // Until the background probe finds the database again; then writes go through.
+      while (store.circuit === "open") await new Promise((resolve) => setTimeout(resolve, 20));
       assert.equal((await store.create("anchors", "sha256:loud", bytes("x"))).created, true);
     } finally {
       await proxy.cut();

@@ -58,6 +58,10 @@ export class TcpProxy {
   /** pass: forward both ways; drop-replies: forward requests only; blackhole: forward none. */
   mode: "pass" | "drop-replies" | "blackhole" = "pass";
   #onDropped: (() => void) | undefined;
+  /** While stalled (`stall()`), the bytes held in both directions, in order, until `release()`. */
+  #held: (() => void)[] | null = null;
+  /** Chunks held since the proxy was last stalled (every connection, both directions). */
+  heldChunks = 0;
 
   constructor() {
     this.#server = createServer((client) => this.#accept(client));
@@ -89,6 +93,7 @@ export class TcpProxy {
       });
     }
     client.on("data", (chunk) => {
+      if (this.#hold(() => upstream.write(chunk))) return;
       if (this.mode === "blackhole") {
         this.#onDropped?.();
         this.#onDropped = undefined;
@@ -97,8 +102,32 @@ export class TcpProxy {
       }
     });
     upstream.on("data", (chunk) => {
+      if (this.#hold(() => client.write(chunk))) return;
       if (this.mode === "pass") client.write(chunk);
     });
+  }
+
+  #hold(forward: () => void): boolean {
+    if (this.#held === null) return false;
+    this.#held.push(forward);
+    this.heldChunks += 1;
+    return true;
+  }
+
+  /**
+   * A stalled server, as SIGSTOP makes one: connections stay open and new ones are accepted,
+   * but nothing goes through in either direction; bytes are held, not dropped.
+   */
+  stall(): void {
+    this.#held ??= [];
+    this.heldChunks = 0;
+  }
+
+  /** Forwards every held byte, in order (a resumed server runs what it had received). */
+  release(): void {
+    const held = this.#held ?? [];
+    this.#held = null;
+    for (const forward of held) forward();
   }
 
   async listen(): Promise<void> {

@@ -19,6 +19,8 @@
  *   without a declared length is cut off at the limit while it streams.
  * - Routes that take large bodies from one principal (`POST /crystals`) hold at most
  *   `maxCrystalUploadsPerKey` of them per principal at once: more are `429 too_many_uploads`.
+ *   The slots are the mode's (`UploadSlots`, src/access/upload-slots.ts): across the deployment when
+ *   distributed, so that N webs do not allow N times the limit.
  *
  * Registered after access control: `preParsing` runs once every `onRequest` hook (the
  * credential check) has passed, and not at all once one has answered.
@@ -27,6 +29,7 @@ import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
+import type { UploadSlot, UploadSlots } from "../../access/upload-slots.js";
 import type { ServiceLimits } from "../config.js";
 import { type Answer, errorAnswer, ServiceError, sendAnswer } from "../errors.js";
 import { fairShareKey } from "../fair-share.js";
@@ -180,9 +183,12 @@ function declaredLength(request: FastifyRequest): number | null {
   return request.headers["transfer-encoding"] === undefined ? 0 : null;
 }
 
-export function registerBodyAdmission(app: FastifyInstance, budget: MemoryBudget): void {
+export function registerBodyAdmission(
+  app: FastifyInstance,
+  budget: MemoryBudget,
+  uploads: UploadSlots,
+): void {
   const { limits } = app.serviceConfig;
-  const uploads = new Map<string, number>();
   app.decorate("memoryBudget", budget);
   app.decorateRequest("memoryHold", null);
   app.decorateRequest("admittedBodyBytes", null);
@@ -200,22 +206,32 @@ export function registerBodyAdmission(app: FastifyInstance, budget: MemoryBudget
     if (declared !== null && declared > limit) {
       return refuse(errorAnswer("body_too_large", { limit }));
     }
-    const principal = request.principal;
-    const countsUploads = request.routeOptions.config.uploadsPerKey === true;
-    if (countsUploads && (uploads.get(principal) ?? 0) >= limits.maxCrystalUploadsPerKey) {
-      reply.header("retry-after", "1");
-      return refuse(
-        errorAnswer("too_many_uploads", {
-          detail:
-            "this key is already sending as many bodies as it may at once; retry when one is answered",
-          limit: limits.maxCrystalUploadsPerKey,
-        }),
-      );
+    let slot: UploadSlot | null = null;
+    if (request.routeOptions.config.uploadsPerKey === true) {
+      slot = await uploads.acquire(request.principal);
+      if (slot === null) {
+        reply.header("retry-after", "1");
+        return refuse(
+          errorAnswer("too_many_uploads", {
+            detail:
+              "this key is already sending as many bodies as it may at once; retry when one is answered",
+            limit: uploads.limit,
+          }),
+        );
+      }
+      // The client may have gone while the slot was asked for (a Redis round trip): its close
+      // has passed, so nothing below would ever release it.
+      const socket = request.raw.socket as Socket | undefined;
+      if (socket?.destroyed === true || reply.raw.destroyed) {
+        slot.release();
+        return payload;
+      }
     }
     const bodyBytes = Math.min(declared ?? limit, limit);
     const share = fairShareKey(request);
     const refused = budget.tryHold(share, bodyBytes);
     if (refused !== null) {
+      slot?.release();
       reply.header("retry-after", "1");
       return refuse(
         errorAnswer("memory_budget_exceeded", {
@@ -228,17 +244,13 @@ export function registerBodyAdmission(app: FastifyInstance, budget: MemoryBudget
     }
     const hold: MemoryHold = { share, bytes: bodyBytes, open: true };
     request.memoryHold = hold;
-    if (countsUploads) uploads.set(principal, (uploads.get(principal) ?? 0) + 1);
     const release = () => {
       if (!hold.open) return;
       hold.open = false;
       budget.release(hold.share, hold.bytes);
       hold.bytes = 0;
       forget();
-      if (!countsUploads) return;
-      const left = (uploads.get(principal) ?? 1) - 1;
-      if (left === 0) uploads.delete(principal);
-      else uploads.set(principal, left);
+      slot?.release();
     };
     // The socket too: Node never closes the answers still queued behind a pipelined one
     // when the connection goes.
@@ -306,11 +318,12 @@ export const bodyAdmission = fastifyPlugin(
         app.serviceConfig.http.memoryBudgetBytes,
         app.serviceConfig.http.memorySharePercent,
       ),
+      app.backends.uploads,
     ),
   {
     name: PLATFORM.bodyAdmission,
     fastify: FASTIFY_VERSION,
-    dependencies: [PLATFORM.config, PLATFORM.access],
+    dependencies: [PLATFORM.config, PLATFORM.access, PLATFORM.backends],
     decorators: { fastify: ["serviceConfig"], request: ["principal"] },
   },
 );

@@ -300,6 +300,7 @@ export const accessServicesPlugin = fastifyPlugin(
       documentStore: app.documentStore,
       caps: app.backends.caps,
       nonces: app.backends.nonces,
+      signatureChecks: app.backends.signatureChecks,
       challenges: app.backends.challenges,
       internalToken: app.internalToken,
       identity: app.serviceIdentity,

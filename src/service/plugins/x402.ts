@@ -36,7 +36,7 @@ import {
 } from "../../payments/requirements.js";
 import type { IntendedSettlement, SettlementIntents } from "../../payments/settlement-intents.js";
 import type { Settlement, SettlementCall } from "../../payments/settlement-receipt.js";
-import type { SignatureBudget } from "../../payments/signature-budget.js";
+import type { SignatureChecks } from "../../payments/signature-budget.js";
 import type { Ed25519Signer } from "../../verifier/crypto/ed25519.js";
 import {
   type Answer,
@@ -73,7 +73,7 @@ export interface X402GateOptions {
   /** Told how each presented payment ended, exactly once (`/metrics`). */
   onOutcome?: (outcome: PaymentOutcome) => void;
   /** How often signatures may be recovered, per client and for the process. */
-  signatureBudget: SignatureBudget;
+  signatureBudget: SignatureChecks;
   /** The client a request is counted as in `signatureBudget` (never its address itself). */
   clientOf: (request: FastifyRequest) => string;
   /** Told each time a signature is recovered (`/metrics`): the costly step. */
@@ -209,7 +209,7 @@ export class X402Gate {
       if (!(error instanceof PaymentError)) throw error;
       return refuse(this.challenge(route, sale, error.code));
     }
-    const share = this.#options.signatureBudget.take(this.#options.clientOf(request));
+    const share = await this.#options.signatureBudget.take(this.#options.clientOf(request));
     if (share !== "granted") {
       const code = share === "client" ? "payment_rate_limited" : "overloaded";
       return refuse(accessRefusal(code, {}, { "retry-after": "1" }), "limited");
