@@ -46,13 +46,38 @@ function decode(bytes: Buffer): JournalRecord[] {
   return records;
 }
 
+/** The appends waiting for one sync, and how to tell them it is done. */
+interface Batch {
+  written: Promise<void>;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+function newBatch(): Batch {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const written = new Promise<void>((done, fail) => {
+    resolve = done;
+    reject = fail;
+  });
+  // Every append's caller awaits it; this keeps a failure with no caller left from being
+  // reported as unhandled.
+  written.catch(() => {});
+  return { written, resolve, reject };
+}
+
 export class StateJournal {
   readonly path: string;
   readonly #compactAfter: number;
   readonly #snapshot: () => JournalRecord[];
   #handle: FileHandle | null = null;
   #pending: string[] = [];
-  #waiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
+  /**
+   * The promise every append of `#pending` shares: one per sync, not one per append, so a
+   * request's count costs a string and a reference (issue 33, the main thread's per-request
+   * cost), and a burst of them one promise.
+   */
+  #batch: Batch | null = null;
   #flushing: Promise<void> | null = null;
   #appended = 0;
   #closed = false;
@@ -83,15 +108,13 @@ export class StateJournal {
     return journal;
   }
 
-  /** Resolves once `record` is on disk. */
+  /** Resolves once `record` is on disk (with the other appends of its sync). */
   append(record: JournalRecord): Promise<void> {
     if (this.#closed) return Promise.reject(new Error(`state journal ${this.path} is closed`));
     this.#pending.push(JSON.stringify(record));
-    const written = new Promise<void>((resolve, reject) => {
-      this.#waiters.push({ resolve, reject });
-    });
+    this.#batch ??= newBatch();
     this.#flushing ??= this.#flush();
-    return written;
+    return this.#batch.written;
   }
 
   async #flush(): Promise<void> {
@@ -99,9 +122,9 @@ export class StateJournal {
     await new Promise<void>((resolve) => setImmediate(resolve));
     while (this.#pending.length > 0) {
       const lines = this.#pending;
-      const waiters = this.#waiters;
+      const batch = this.#batch;
       this.#pending = [];
-      this.#waiters = [];
+      this.#batch = null;
       try {
         const handle = this.#handle;
         if (handle === null) throw new Error(`state journal ${this.path} is not open`);
@@ -109,9 +132,9 @@ export class StateJournal {
         await handle.datasync();
         this.#appended += lines.length;
         if (this.#appended >= this.#compactAfter) await this.#compact();
-        for (const waiter of waiters) waiter.resolve();
+        batch?.resolve();
       } catch (error) {
-        for (const waiter of waiters) waiter.reject(error);
+        batch?.reject(error);
       }
     }
     this.#flushing = null;
