@@ -25,7 +25,7 @@
  * window out before it reports a revocation as done. Revoked records never become valid again,
  * so they are remembered as long as they fit in the cache.
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { DocumentStore } from "../storage/document-store.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
 import { canonicalBytes } from "../verifier/json/canonical.js";
@@ -550,7 +550,8 @@ export class KeyStore {
    */
   async authenticate(presented: string): Promise<Authentication> {
     if (!isWellFormedKey(presented)) return { ok: false, error: "invalid_key", cause: "malformed" };
-    const digest = createHash("sha256").update(presented, "utf8").digest();
+    // One-shot: no Hash object per request (issue 33, the main thread's per-request cost).
+    const digest = hash("sha256", presented, "buffer");
     const sha256 = digest.toString("hex");
     const key = await this.#lookup(sha256);
     if (key === null || !timingSafeEqual(Buffer.from(key.sha256, "hex"), digest)) {
