@@ -4,12 +4,14 @@
  * them survive a kill -9 and a restart (issue 24), as Redis does in distributed mode.
  *
  * One file per store, one JSON array per line. `append` resolves once its line is on disk
- * (write + fdatasync); appends that arrive while a sync is under way share the next one (group
+ * (one write to a file opened with O_DSYNC: what write + fdatasync give, in one call from the
+ * main thread instead of two); appends that arrive while a sync is under way share the next one (group
  * commit), so a burst of requests costs one sync, not one each. A crash can cut only the last
  * line, which `open` drops. The log is compacted into its owner's snapshot at open and after
  * `compactAfter` appended lines, with `replaceFile` (temporary file, fsync, rename), so a
  * crash during compaction leaves the old log or the new one.
  */
+import { constants } from "node:fs";
 import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { dirname } from "node:path";
 import { readIfPresent, replaceFile, syncDirectory } from "./atomic-file.js";
@@ -22,6 +24,14 @@ export interface StateJournalOptions {
 }
 
 const DEFAULT_COMPACT_AFTER = 100_000;
+
+/**
+ * `"a"` with O_DSYNC: each write is on disk (data, and the size that reaches it) when it
+ * returns, so a group commit is one call on the thread pool rather than a write and a
+ * `datasync` (issue 33: two file-system calls per sync on the main thread).
+ */
+const APPEND_DURABLY =
+  constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | constants.O_DSYNC;
 
 function encode(records: readonly JournalRecord[]): string {
   let text = "";
@@ -128,8 +138,8 @@ export class StateJournal {
       try {
         const handle = this.#handle;
         if (handle === null) throw new Error(`state journal ${this.path} is not open`);
+        // O_DSYNC: the write returns once the lines are on disk, as a datasync would.
         await handle.write(`${lines.join("\n")}\n`);
-        await handle.datasync();
         this.#appended += lines.length;
         if (this.#appended >= this.#compactAfter) await this.#compact();
         batch?.resolve();
@@ -143,7 +153,7 @@ export class StateJournal {
   async #compact(): Promise<void> {
     await replaceFile(this.path, encode(this.#snapshot()));
     await this.#handle?.close();
-    this.#handle = await open(this.path, "a", 0o600);
+    this.#handle = await open(this.path, APPEND_DURABLY, 0o600);
     this.#appended = 0;
   }
 
