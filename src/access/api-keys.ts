@@ -563,10 +563,27 @@ export class KeyStore {
     return { ok: true, key, dailyCap: dailyCapOf(key, this.#defaultDailyCap) };
   }
 
-  async #lookup(sha256: string): Promise<ApiKey | null> {
-    const now = this.#now();
+  /**
+   * The reads under way, by hash: the requests that find a record stale together (every
+   * connection of a busy key, once a second) share one read of the store rather than each
+   * making its own (issue 33). A read started before a request arrived is as fresh as the
+   * cache would have been.
+   */
+  readonly #reading = new Map<string, Promise<ApiKey | null>>();
+
+  #lookup(sha256: string): Promise<ApiKey | null> {
     const cached = this.#cache.get(sha256);
-    if (cached !== undefined && now < cached.freshUntil) return cached.key;
+    if (cached !== undefined && this.#now() < cached.freshUntil) return Promise.resolve(cached.key);
+    let reading = this.#reading.get(sha256);
+    if (reading === undefined) {
+      reading = this.#refresh(sha256).finally(() => this.#reading.delete(sha256));
+      this.#reading.set(sha256, reading);
+    }
+    return reading;
+  }
+
+  async #refresh(sha256: string): Promise<ApiKey | null> {
+    const now = this.#now();
     const key = await this.#read(sha256);
     this.#cache.delete(sha256);
     if (key !== null && (this.#cacheMs > 0 || key.revokedAt !== null)) {
