@@ -258,18 +258,20 @@ export function registerBodyAdmission(app: FastifyInstance, budget: MemoryBudget
   });
 
   // The answer, once built, is held until it is written out (or the connection closes).
-  app.addHook("onSend", async (request, _reply, payload) => {
+  // Callback-style: it never waits, so no promise per request (issue 33).
+  app.addHook("onSend", (request, _reply, payload, done) => {
     const hold = request.memoryHold;
-    if (hold === null || !hold.open) return payload;
-    const bytes =
-      typeof payload === "string"
-        ? Buffer.byteLength(payload)
-        : Buffer.isBuffer(payload)
-          ? payload.length
-          : 0;
-    budget.hold(hold.share, bytes);
-    hold.bytes += bytes;
-    return payload;
+    if (hold?.open) {
+      const bytes =
+        typeof payload === "string"
+          ? Buffer.byteLength(payload)
+          : Buffer.isBuffer(payload)
+            ? payload.length
+            : 0;
+      budget.hold(hold.share, bytes);
+      hold.bytes += bytes;
+    }
+    done(null, payload);
   });
 }
 
