@@ -310,7 +310,8 @@ export class AuditLog {
   record(event: AuditEvent): void {
     const timeMs = event.timeMs ?? this.#now();
     const line = formatAuditLine(event, timeMs);
-    const day = auditDay(timeMs);
+    // The day of the line's own time member (`auditDay`'s, without formatting a date again).
+    const day = auditTime(timeMs).slice(0, 10);
     if (this.#closed) {
       // Late responses of a closing server: rare enough to write one by one, synchronously.
       this.#appendNow(day, line);
