@@ -25,7 +25,7 @@
  * window out before it reports a revocation as done. Revoked records never become valid again,
  * so they are remembered as long as they fit in the cache.
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { DocumentStore } from "../storage/document-store.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
 import { canonicalBytes } from "../verifier/json/canonical.js";
@@ -550,7 +550,8 @@ export class KeyStore {
    */
   async authenticate(presented: string): Promise<Authentication> {
     if (!isWellFormedKey(presented)) return { ok: false, error: "invalid_key", cause: "malformed" };
-    const digest = createHash("sha256").update(presented, "utf8").digest();
+    // One-shot: no Hash object per request (issue 33, the main thread's per-request cost).
+    const digest = hash("sha256", presented, "buffer");
     const sha256 = digest.toString("hex");
     const key = await this.#lookup(sha256);
     if (key === null || !timingSafeEqual(Buffer.from(key.sha256, "hex"), digest)) {
@@ -562,10 +563,27 @@ export class KeyStore {
     return { ok: true, key, dailyCap: dailyCapOf(key, this.#defaultDailyCap) };
   }
 
-  async #lookup(sha256: string): Promise<ApiKey | null> {
-    const now = this.#now();
+  /**
+   * The reads under way, by hash: the requests that find a record stale together (every
+   * connection of a busy key, once a second) share one read of the store rather than each
+   * making its own (issue 33). A read started before a request arrived is as fresh as the
+   * cache would have been.
+   */
+  readonly #reading = new Map<string, Promise<ApiKey | null>>();
+
+  #lookup(sha256: string): Promise<ApiKey | null> {
     const cached = this.#cache.get(sha256);
-    if (cached !== undefined && now < cached.freshUntil) return cached.key;
+    if (cached !== undefined && this.#now() < cached.freshUntil) return Promise.resolve(cached.key);
+    let reading = this.#reading.get(sha256);
+    if (reading === undefined) {
+      reading = this.#refresh(sha256).finally(() => this.#reading.delete(sha256));
+      this.#reading.set(sha256, reading);
+    }
+    return reading;
+  }
+
+  async #refresh(sha256: string): Promise<ApiKey | null> {
+    const now = this.#now();
     const key = await this.#read(sha256);
     this.#cache.delete(sha256);
     if (key !== null && (this.#cacheMs > 0 || key.revokedAt !== null)) {

@@ -113,22 +113,37 @@ function wholeNumber(value: number): number {
   return Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
 }
 
-/** The line for `event` (with its newline), members in the documented order. */
+/**
+ * The time member of the last line formatted, by whole second: every line of a busy second
+ * shares it, so a request does not format a date (issue 33, the main thread's per-request cost).
+ */
+let lastSecond = Number.NaN;
+let lastTime = "";
+
+function auditTime(timeMs: number): string {
+  const second = Math.floor(timeMs / 1000);
+  if (second !== lastSecond) {
+    lastTime = formatUtcSeconds(new Date(second * 1000));
+    lastSecond = second;
+  }
+  return lastTime;
+}
+
+/**
+ * The line for `event` (with its newline), members in the documented order. Written out
+ * member by member, which is what `JSON.stringify` of the same object gives, without building
+ * the object first.
+ */
 export function formatAuditLine(event: AuditEvent, timeMs: number): string {
   if (!isPrincipal(event.principal)) throw new RangeError("not a principal");
-  const line = {
-    time: formatUtcSeconds(new Date(timeMs)),
-    principal: event.principal,
-    method: /^[A-Z]{1,16}$/.test(event.method) ? event.method : "OTHER",
-    route: routeTemplate(event.route),
-    status: Number.isInteger(event.status) ? event.status : 0,
-    bytes: wholeNumber(event.bytes),
-    latency_ms: wholeNumber(event.latencyMs),
-    ...(event.chargedRefusal === true ? { charged: true } : {}),
-    ...(event.unchargedResult === true ? { charged: false } : {}),
-    ...(event.replayed === true ? { replayed: true } : {}),
-  };
-  return `${JSON.stringify(line)}\n`;
+  const method = /^[A-Z]{1,16}$/.test(event.method) ? event.method : "OTHER";
+  const status = Number.isInteger(event.status) ? event.status : 0;
+  let line = `{"time":${JSON.stringify(auditTime(timeMs))},"principal":${JSON.stringify(event.principal)},"method":"${method}","route":${JSON.stringify(routeTemplate(event.route))},"status":${status},"bytes":${wholeNumber(event.bytes)},"latency_ms":${wholeNumber(event.latencyMs)}`;
+  // Were both set, the object's later `charged` member (false) would win.
+  if (event.unchargedResult === true) line += ',"charged":false';
+  else if (event.chargedRefusal === true) line += ',"charged":true';
+  if (event.replayed === true) line += ',"replayed":true';
+  return `${line}}\n`;
 }
 
 /** A line as written by `formatAuditLine`, or null for anything else (a torn or foreign line). */
@@ -295,7 +310,8 @@ export class AuditLog {
   record(event: AuditEvent): void {
     const timeMs = event.timeMs ?? this.#now();
     const line = formatAuditLine(event, timeMs);
-    const day = auditDay(timeMs);
+    // The day of the line's own time member (`auditDay`'s, without formatting a date again).
+    const day = auditTime(timeMs).slice(0, 10);
     if (this.#closed) {
       // Late responses of a closing server: rare enough to write one by one, synchronously.
       this.#appendNow(day, line);

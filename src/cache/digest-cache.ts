@@ -5,7 +5,7 @@
  * it in process memory (`MemoryDigestCache`); distributed mode in Redis, shared by every
  * instance. Routes see only this interface.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /** What is remembered of one verification: enough to answer a hit without the verifier. */
 export interface CachedVerdict {
@@ -38,6 +38,7 @@ export interface DigestCache {
 
 /** The cache key: the raw body's SHA-256 and the one flag that changes the verdict. */
 export function digestCacheKey(rawBody: Uint8Array, requireAnchor: boolean): string {
-  const digest = createHash("sha256").update(rawBody).digest("hex");
+  // One-shot: no Hash object per request (issue 33).
+  const digest = hash("sha256", rawBody, "hex");
   return `${digest}:${requireAnchor ? "anchor" : "any"}`;
 }

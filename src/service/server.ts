@@ -40,8 +40,10 @@ export async function startServer(config: ServiceConfig): Promise<FastifyInstanc
   app.addHook("preClose", async () => {
     draining = true;
   });
-  app.addHook("onSend", async (_request, reply) => {
+  // Callback-style, as the other hooks that never wait: no promise per request (issue 33).
+  app.addHook("onSend", (_request, reply, payload, done) => {
     if (draining) reply.header("connection", "close");
+    done(null, payload);
   });
   app.addHook("onClose", async () => {
     for (const name of SHUTDOWN_SIGNALS) process.off(name, shutDown);

@@ -59,6 +59,8 @@ export function foreignContentCodings(header: string | string[] | undefined): st
 /** The media type of a Content-Type header without its parameters, lower-cased. */
 function mediaTypeOf(contentType: string | undefined): string | null {
   if (contentType === undefined) return null;
+  // What nearly every request sends: no split, trim or lowercase copy for it.
+  if (contentType === "application/json") return contentType;
   return (contentType.split(";")[0] ?? "").trim().toLowerCase();
 }
 

@@ -533,7 +533,11 @@ export function headerCount(request: IncomingMessage, name: string): number {
   let count = 0;
   const raw = request.rawHeaders;
   for (let index = 0; index < raw.length; index += 2) {
-    if (raw[index]?.toLowerCase() === name) count += 1;
+    const field = raw[index];
+    // The length first: most fields are not `name`, and need no lowercase copy to say so.
+    if (field !== undefined && field.length === name.length && field.toLowerCase() === name) {
+      count += 1;
+    }
   }
   return count;
 }
@@ -563,9 +567,10 @@ export function registerConnectionHooks(app: FastifyInstance): void {
   // An answer given before the body was read (a refusal at the door, a 413 on the declared
   // length) closes the connection rather than reading the rest of the body to keep it alive.
   // Only a socket's request says whether it was read to its end; `inject()`'s says nothing.
-  app.addHook("onSend", async (request, reply, payload) => {
+  // Callback-style: it never waits, so no promise per request (issue 33).
+  app.addHook("onSend", (request, reply, payload, done) => {
     if (request.raw.complete === false) reply.header("connection", "close");
-    return payload;
+    done(null, payload);
   });
 }
 

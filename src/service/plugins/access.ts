@@ -615,7 +615,8 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
     });
   });
 
-  app.addHook("onResponse", async (request, reply) => {
+  // Callback-style: the audit line is queued, not awaited, so no promise per request (issue 33).
+  app.addHook("onResponse", (request, reply, done) => {
     const route = request.routeOptions.url;
     services.audit.record({
       principal: request.principal,
@@ -628,6 +629,7 @@ export function registerAccessControl(app: FastifyInstance, services: AccessServ
       unchargedResult: isUnchargedResult(reply),
       replayed: isReplayedAnswer(reply),
     });
+    done();
   });
 }
 

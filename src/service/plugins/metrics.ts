@@ -8,7 +8,8 @@ import { UNMATCHED_ROUTE } from "../../metrics/metrics.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 
 export function registerRequestMetrics(app: FastifyInstance): void {
-  app.addHook("onResponse", async (request, reply) => {
+  // Callback-style: it never waits, so no promise per request (issue 33).
+  app.addHook("onResponse", (request, reply, done) => {
     app.metrics.requestDuration.observe(
       {
         method: request.method,
@@ -18,6 +19,7 @@ export function registerRequestMetrics(app: FastifyInstance): void {
       },
       reply.elapsedTime / 1000,
     );
+    done();
   });
 }
 

@@ -15,8 +15,10 @@ export function generateRequestId(): string {
 
 /** Set on arrival, so error and not-found replies carry it too. */
 export function registerRequestIdHeader(app: FastifyInstance): void {
-  app.addHook("onRequest", async (request, reply) => {
+  // Callback-style: a hook that never waits needs no promise per request (issue 33).
+  app.addHook("onRequest", (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id);
+    done();
   });
 }
 
