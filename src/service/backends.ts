@@ -1,6 +1,6 @@
 /**
  * The two modes of architecture.md, chosen in one place: embedded (memory and files in
- * `DATA_DIR`) unless `REDIS_URL` / `DATABASE_URL` say otherwise. Everything above this module
+ * `DATA_DIR`) unless `REDIS_URL` (or `REDIS_CLUSTER_NODES`) / `DATABASE_URL` say otherwise. Everything above this module
  * sees only the interfaces — `DocumentStore`, `DigestCache`, `CapStore`, `NonceLedger`,
  * `ChallengeLedger`, `JobQueue` — so
  * no route knows which mode it runs in.
@@ -35,6 +35,7 @@ import { MemoryDigestCache } from "../cache/memory-digest-cache.js";
 import { MemoryNonceLedger, type NonceLedger } from "../payments/nonce-ledger.js";
 import type { RedisConnection, RedisLog } from "../redis/connection.js";
 import type { RedisOutages } from "../redis/outages.js";
+import { redisTargetOf } from "../redis/target.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { FsDocumentStore } from "../storage/fs-document-store.js";
 import { openDocumentStore } from "../storage/open.js";
@@ -93,7 +94,8 @@ export async function openBackends(
     const removed = await documentStore.sweepTemporaryFiles();
     if (removed > 0) log.info(`removed ${removed} temporary files left by earlier writers`);
   }
-  if (config.redisUrl === null) {
+  const redisTarget = redisTargetOf(config);
+  if (redisTarget === null) {
     return backendsOf(config, documentStore, {
       redis: null,
       digestCache: new MemoryDigestCache(cacheLimits, clock),
@@ -127,7 +129,7 @@ export async function openBackends(
     import("../redis/redis-challenge-ledger.js"),
     import("../redis/redis-idempotency-store.js"),
   ]);
-  const redis = openRedis({ url: config.redisUrl, prefix: config.redisPrefix, log, outages });
+  const redis = openRedis({ url: redisTarget, prefix: config.redisPrefix, log, outages });
   return backendsOf(config, documentStore, {
     redis,
     digestCache: new RedisDigestCache(redis, cacheLimits, clock),
@@ -197,8 +199,8 @@ export async function openQueues(
   },
 ): Promise<Queues> {
   const { documentStore, signer, clock, outages } = options;
-  const redisUrl = config.redisUrl;
-  if (redisUrl === null) {
+  const redis = redisTargetOf(config);
+  if (redis === null) {
     return queuesOf(
       new InProcessQueue(ANCHORS_QUEUE, anchorsProcessor(documentStore), ANCHORS_QUEUE_OPTIONS),
       new InProcessQueue(
@@ -209,7 +211,7 @@ export async function openQueues(
     );
   }
   const { BullMqQueue } = await import("../../queues/bullmq-queue.js");
-  const connection = { redisUrl, prefix: config.redisPrefix, outages, budget: config.queueBudget };
+  const connection = { redis, prefix: config.redisPrefix, outages, budget: config.queueBudget };
   return queuesOf(
     new BullMqQueue(ANCHORS_QUEUE, { ...connection, ...ANCHORS_QUEUE_OPTIONS }),
     new BullMqQueue(SETTLEMENTS_QUEUE, { ...connection, ...SETTLEMENTS_QUEUE_OPTIONS }),

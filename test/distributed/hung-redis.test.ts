@@ -60,7 +60,7 @@ describe("a hung Redis under the queued writes: the answer is what happened", ()
     workerStore = await openDocumentStore(service.config);
     const identity = ServiceIdentity.open(service.config.dataDir);
     workers = startReceiptdWorkers({
-      redisUrl: redis.url,
+      redis: redis.url,
       prefix,
       store: workerStore,
       signer: () => identity.signer(),

@@ -24,7 +24,7 @@ jobQueueContract("BullMqQueue", async (processor, options) => {
   queues += 1;
   const name = `contract-${queues}`;
   const worker = new BullMqWorker(name, processor, {
-    redisUrl: TEST_REDIS_URL,
+    redis: TEST_REDIS_URL,
     prefix,
     log: silent,
   });
@@ -33,7 +33,7 @@ jobQueueContract("BullMqQueue", async (processor, options) => {
   const queue = new BullMqQueue<
     Parameters<typeof processor>[0],
     Awaited<ReturnType<typeof processor>>
-  >(name, { redisUrl: TEST_REDIS_URL, prefix, attempts: 2, backoffMs: 10, ...options });
+  >(name, { redis: TEST_REDIS_URL, prefix, attempts: 2, backoffMs: 10, ...options });
   running.push(queue);
   return queue;
 });
@@ -44,14 +44,14 @@ describe("BullMqQueue", () => {
     // an instant job, submitted many times, reaches that window now and then.
     const name = "instant";
     const worker = new BullMqWorker<{ n: number }, { n: number }>(name, async (job) => job, {
-      redisUrl: TEST_REDIS_URL,
+      redis: TEST_REDIS_URL,
       prefix,
       log: silent,
     });
     await worker.ready();
     running.push({ close: () => worker.close(5000) });
     const queue = new BullMqQueue<{ n: number }, { n: number }>(name, {
-      redisUrl: TEST_REDIS_URL,
+      redis: TEST_REDIS_URL,
       prefix,
     });
     running.push(queue);
@@ -70,7 +70,7 @@ describe("BullMqQueue", () => {
       name,
       async (job) => job,
       {
-        redisUrl: TEST_REDIS_URL,
+        redis: TEST_REDIS_URL,
         prefix,
         log: { info: capture("info"), warn: capture("warn"), error: capture("error") },
       },
@@ -78,7 +78,7 @@ describe("BullMqQueue", () => {
     await worker.ready();
     running.push({ close: () => worker.close(5000) });
     const queue = new BullMqQueue<{ secret: string }, { secret: string }>(name, {
-      redisUrl: TEST_REDIS_URL,
+      redis: TEST_REDIS_URL,
       prefix,
     });
     running.push(queue);
@@ -97,7 +97,7 @@ describe("BullMqQueue", () => {
   test("with Redis unreachable a submission fails fast with QueueUnavailableError", async () => {
     // Nothing listens on port 1; the producer must not wait for a reconnection.
     const queue = new BullMqQueue<null, null>("unreachable", {
-      redisUrl: "redis://127.0.0.1:1",
+      redis: "redis://127.0.0.1:1",
       prefix,
     });
     await assert.rejects(queue.submit("job-a", null, NOW), QueueUnavailableError);
@@ -115,11 +115,11 @@ describe("BullMqQueue", () => {
         ran.push(label);
         return null;
       },
-      { redisUrl: redis.url, prefix, log: silent },
+      { redis: redis.url, prefix, log: silent },
     );
     const outages = new RedisOutages({ warn() {}, info() {} });
     const queue = new BullMqQueue<{ label: string }, null>("hung", {
-      redisUrl: redis.url,
+      redis: redis.url,
       prefix,
       outages,
     });
