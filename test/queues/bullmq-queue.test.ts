@@ -5,6 +5,8 @@ import { BullMqQueue } from "../../queues/bullmq-queue.js";
 import { BullMqWorker } from "../../queues/bullmq-worker.js";
 import { QueueUnavailableError } from "../../queues/job-queue.js";
 import { RedisOutages } from "../../src/redis/outages.js";
+import type { RedisTarget } from "../../src/redis/target.js";
+import { startTestCluster, type TestCluster } from "../redis/cluster-support.js";
 import { startPrivateRedis } from "../redis/support.js";
 import { removePrefix, TEST_REDIS_URL, testPrefix } from "../support/bullmq-redis.js";
 import { jobQueueContract, NOW } from "./job-queue-contract.js";
@@ -14,29 +16,45 @@ const silent = { info() {}, warn() {}, error() {} };
 const running: { close(): Promise<void> }[] = [];
 let queues = 0;
 
+let cluster: Promise<TestCluster> | undefined;
+
 after(async () => {
   await Promise.all(running.map((resource) => resource.close()));
   await removePrefix(prefix);
+  // After the workers and queues on it are closed: a client whose nodes are gone waits.
+  if (cluster !== undefined) await (await cluster).stop();
 });
 
-jobQueueContract("BullMqQueue", async (processor, options) => {
-  // A queue of its own per test, consumed by a worker in this process.
-  queues += 1;
-  const name = `contract-${queues}`;
-  const worker = new BullMqWorker(name, processor, {
-    redis: TEST_REDIS_URL,
-    prefix,
-    log: silent,
+// On the shared Redis, and on a Redis Cluster of this file's own (issue 36), whose keys the
+// cluster's own teardown removes.
+const targets: [string, () => Promise<RedisTarget>][] = [
+  ["a single Redis", async () => TEST_REDIS_URL],
+  [
+    "a Redis Cluster",
+    async () => {
+      cluster ??= startTestCluster();
+      return (await cluster).target;
+    },
+  ],
+];
+
+for (const [where, target] of targets) {
+  jobQueueContract(`BullMqQueue on ${where}`, async (processor, options) => {
+    // A queue of its own per test, consumed by a worker in this process.
+    queues += 1;
+    const name = `contract-${queues}`;
+    const redis = await target();
+    const worker = new BullMqWorker(name, processor, { redis, prefix, log: silent });
+    await worker.ready();
+    running.push({ close: () => worker.close(5000) });
+    const queue = new BullMqQueue<
+      Parameters<typeof processor>[0],
+      Awaited<ReturnType<typeof processor>>
+    >(name, { redis, prefix, attempts: 2, backoffMs: 10, ...options });
+    running.push(queue);
+    return queue;
   });
-  await worker.ready();
-  running.push({ close: () => worker.close(5000) });
-  const queue = new BullMqQueue<
-    Parameters<typeof processor>[0],
-    Awaited<ReturnType<typeof processor>>
-  >(name, { redis: TEST_REDIS_URL, prefix, attempts: 2, backoffMs: 10, ...options });
-  running.push(queue);
-  return queue;
-});
+}
 
 describe("BullMqQueue", () => {
   test("a job that finishes while its submission checks on it is answered with its result", async () => {
