@@ -148,7 +148,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Distributed mode",
     default: "unset (embedded: memory)",
     meaning:
-      "redis:// or rediss:// URL: daily caps, the digest cache, the x402 nonce ledger and the `anchors` / `settlements` queues move to Redis. Required by `receiptd worker`. Never logged.",
+      "redis:// or rediss:// URL: daily caps, the digest cache, the x402 nonce ledger and the `anchors` / `settlements` queues move to Redis. Required by `receiptd worker` unless REDIS_CLUSTER_NODES is set. Never logged.",
     processes: ALL,
     example: "redis://127.0.0.1:6379",
   },
