@@ -265,12 +265,19 @@ function clusterOf(
               parseClusterNodesOutput(await cli(node.port, "cluster", "nodes"))
                 .filter((entry) => entry.flags.includes("master") && entry.slots.length > 0)
                 .filter((entry) => !entry.flags.includes("fail"))
-                .map((entry) => `${entry.node.port}:${entry.slots.join(",")}`)
+                .map((entry) =>
+                  // A killed master that still owns slots: its failover has not happened yet.
+                  dead.has(entry.node.port)
+                    ? "dead"
+                    : `${entry.node.port}:${entry.slots.join(",")}`,
+                )
                 .sort()
                 .join(" "),
             ),
           );
-          if (ok && new Set(views).size === 1) return;
+          if (ok && new Set(views).size === 1 && !views.some((view) => view.includes("dead"))) {
+            return;
+          }
         } catch {}
         if (Date.now() > deadline) throw new Error("the test cluster did not become healthy");
         await sleep(100);
