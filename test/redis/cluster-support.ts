@@ -45,6 +45,9 @@ export interface TestCluster {
   masterOf(key: string): Promise<RedisNode>;
   /** SIGKILL of the node on `port` (its replica is promoted after the node timeout). */
   kill(port: number): Promise<void>;
+  /** SIGSTOP / SIGCONT of the node on `port`: a master that keeps its connections, silent. */
+  pause(port: number): void;
+  resume(port: number): void;
   /** Resolves once every live node says `cluster_state:ok` and all agree on the slots. */
   waitHealthy(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
@@ -197,6 +200,9 @@ export async function startTestCluster(options: { own?: boolean } = {}): Promise
       child.kill("SIGKILL");
       await exited;
     },
+    (port, signal) => {
+      children.get(port)?.kill(signal);
+    },
   );
   try {
     await cluster.waitHealthy();
@@ -212,6 +218,9 @@ function clusterOf(
   stop: () => Promise<void>,
   kill: (port: number) => Promise<void> = async () => {
     throw new Error("a shared cluster's nodes are not ours to kill");
+  },
+  signal: (port: number, signal: NodeJS.Signals) => void = () => {
+    throw new Error("a shared cluster's nodes are not ours to pause");
   },
 ): TestCluster {
   const dead = new Set<number>();
@@ -252,6 +261,8 @@ function clusterOf(
       dead.add(port);
       await kill(port);
     },
+    pause: (port) => signal(port, "SIGSTOP"),
+    resume: (port) => signal(port, "SIGCONT"),
     async waitHealthy(timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
