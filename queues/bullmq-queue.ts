@@ -19,10 +19,13 @@
  * (the routes' 202 with a status URL), never 503, and the quota it was charged stays charged.
  */
 import { Job, Queue, QueueEvents } from "bullmq";
-import { Redis, ReplyError } from "ioredis";
+import { ReplyError } from "ioredis";
 import { isUnansweredCommand } from "../src/redis/breaker.js";
+import { createRedisClient, type RedisClient } from "../src/redis/client.js";
 import { CLOSE_GRACE_MS, settleWithin } from "../src/redis/connection.js";
+import { bullmqPrefix } from "../src/redis/keys.js";
 import type { RedisOutages } from "../src/redis/outages.js";
+import type { RedisTarget } from "../src/redis/target.js";
 import {
   assertJobId,
   JobFailedError,
@@ -42,9 +45,12 @@ import {
 } from "./queue-budget.js";
 
 export interface BullMqQueueOptions extends JobQueueOptions {
-  /** `REDIS_URL`. */
-  redisUrl: string;
-  /** `REDIS_PREFIX`: BullMQ's key prefix, shared by producers and workers of a deployment. */
+  /** `REDIS_URL`, or the Redis Cluster (`REDIS_CLUSTER_NODES`). */
+  redis: RedisTarget;
+  /**
+   * `REDIS_PREFIX`, shared by producers and workers of a deployment; BullMQ's own prefix is
+   * made of it and the queue's hash tag (`bullmqPrefix`, src/redis/keys.ts).
+   */
   prefix: string;
   /** Runs of a job before it fails for good (BullMQ `attempts`). */
   attempts?: number;
@@ -85,8 +91,8 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
 {
   readonly persistent = true;
   readonly #prefix: string;
-  readonly #client: Redis;
-  readonly #eventsClient: Redis;
+  readonly #client: RedisClient;
+  readonly #eventsClient: RedisClient;
   readonly #queue: Queue;
   readonly #jobOptions: {
     attempts: number;
@@ -106,17 +112,20 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     readonly name: string,
     options: BullMqQueueOptions,
   ) {
-    this.#prefix = options.prefix;
+    this.#prefix = bullmqPrefix(options.prefix, name);
     this.#outages = options.outages;
-    this.#client = new Redis(options.redisUrl, {
+    this.#client = createRedisClient(options.redis, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: PRODUCER_COMMAND_TIMEOUT_MS,
       commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS,
+      // An add whose master just died fails now (its fate is then judged as below), rather
+      // than waiting out a failover of several seconds.
+      retryDelayOnFailoverMs: 0,
     });
     // QueueEvents blocks on XREAD: its own connection, which may wait as long as it needs.
-    this.#eventsClient = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
-    this.#queue = new Queue(name, { connection: this.#client, prefix: options.prefix });
+    this.#eventsClient = createRedisClient(options.redis, { maxRetriesPerRequest: null });
+    this.#queue = new Queue(name, { connection: this.#client, prefix: this.#prefix });
     this.#budget =
       options.budget === undefined
         ? undefined

@@ -5,8 +5,10 @@
  * document store's `create` keeps every business key to one document.
  */
 import { type Job, UnrecoverableError, Worker } from "bullmq";
-import { Redis } from "ioredis";
+import { createRedisClient, type RedisClient } from "../src/redis/client.js";
+import { bullmqPrefix } from "../src/redis/keys.js";
 import { RedisOutages } from "../src/redis/outages.js";
+import type { RedisTarget } from "../src/redis/target.js";
 import type { DocumentStore } from "../src/storage/document-store.js";
 import type { Ed25519Signer } from "../src/verifier/crypto/ed25519.js";
 import { ANCHORS_QUEUE, anchorsProcessor } from "./anchors.js";
@@ -22,7 +24,8 @@ export interface WorkerLog {
 }
 
 export interface BullMqWorkerOptions {
-  redisUrl: string;
+  /** `REDIS_URL`, or the Redis Cluster (`REDIS_CLUSTER_NODES`). */
+  redis: RedisTarget;
   prefix: string;
   /** Jobs of this queue running at once in this process (processors wait on I/O). */
   concurrency?: number;
@@ -66,7 +69,7 @@ export interface QueueWorker {
 export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
   implements QueueWorker
 {
-  readonly #connection: Redis;
+  readonly #connection: RedisClient;
   readonly #worker: Worker<Payload, Result>;
   readonly #unwatch: () => void;
   readonly #budget: QueueBudget;
@@ -81,7 +84,7 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
     const outages = options.outages ?? outagesLoggedTo(log);
     const isPermanent = options.isPermanent ?? (() => false);
     // Workers wait on Redis as long as it takes (BullMQ requires maxRetriesPerRequest: null).
-    this.#connection = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+    this.#connection = createRedisClient(options.redis, { maxRetriesPerRequest: null });
     this.#connection.on("error", () => {});
     this.#unwatch = outages.watch(this.#connection, `worker:${name}`);
     // The queue's byte budget: a job's bytes are given back once it has completed or failed
@@ -121,7 +124,7 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
       },
       {
         connection: this.#connection,
-        prefix: options.prefix,
+        prefix: bullmqPrefix(options.prefix, name),
         concurrency: options.concurrency ?? DEFAULT_WORKER_CONCURRENCY,
         lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
         stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,

@@ -5,7 +5,8 @@
  * queue's total and the principal's bytes, then charges both), so a refusal leaves nothing in
  * Redis and other principals keep their share.
  *
- * Two keys per queue, in one hash slot (the `{queue}` tag), under the deployment's prefix:
+ * Two keys per queue, in one hash slot (the `{queue}` tag, shared with the queue's BullMQ keys:
+ * src/redis/keys.ts), under the deployment's prefix:
  * - `<prefix>:budget:{<queue>}:bytes`, a hash: `total` and `p:<principal>`, in bytes;
  * - `<prefix>:budget:{<queue>}:jobs`, a hash: job id → `<bytes>|<admitted ms>|<principal>`,
  *   the ledger that makes a release happen once per admission, whoever releases it.
@@ -15,7 +16,8 @@
  * start and every minute): an entry whose job is gone or finished is released, so a process
  * killed between a job's end and its release cannot leak budget for longer than that.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../src/redis/client.js";
+import { bullmqPrefix, taggedKey } from "../src/redis/keys.js";
 import { QueueClosedError } from "./job-queue.js";
 
 export interface QueueBudgetLimits {
@@ -57,8 +59,10 @@ export const QUEUE_FULL_RETRY_AFTER_SECONDS = 5;
 export const ADMISSION_GRACE_MS = 60_000;
 
 export function queueBudgetKeys(prefix: string, queue: string): { bytes: string; jobs: string } {
-  const base = `${prefix}:budget:{${queue}}`;
-  return { bytes: `${base}:bytes`, jobs: `${base}:jobs` };
+  return {
+    bytes: taggedKey(prefix, "budget", queue, "bytes"),
+    jobs: taggedKey(prefix, "budget", queue, "jobs"),
+  };
 }
 
 /** The principal under which jobs the service itself submits are counted (never refused). */
@@ -131,7 +135,7 @@ export class QueueBudget {
   readonly #keys: { bytes: string; jobs: string };
 
   constructor(
-    private readonly client: Redis,
+    private readonly client: RedisClient,
     prefix: string,
     readonly queue: string,
     private readonly limits: QueueBudgetLimits = { budgetBytes: Infinity, sharePercent: 100 },
@@ -223,13 +227,13 @@ export class QueueBudget {
  * `finishedOn` (a completed job kept by retention has one; a removed job has no hash).
  */
 export async function bullmqJobIsLive(
-  client: Redis,
+  client: RedisClient,
   prefix: string,
   queue: string,
   jobId: string,
 ): Promise<boolean> {
   const [timestamp, finishedOn] = await client.hmget(
-    `${prefix}:${queue}:${jobId}`,
+    `${bullmqPrefix(prefix, queue)}:${queue}:${jobId}`,
     "timestamp",
     "finishedOn",
   );

@@ -9,12 +9,15 @@
  * is reported as such (`receiptd_queue_up 0`) rather than with stale figures.
  */
 import { Queue } from "bullmq";
-import { Redis } from "ioredis";
+import { createRedisClient, type RedisClient } from "../src/redis/client.js";
+import { bullmqPrefix } from "../src/redis/keys.js";
+import type { RedisTarget } from "../src/redis/target.js";
 import { queueBudgetKeys } from "./queue-budget.js";
 import type { QueueStats, QueueStatsSource } from "./queue-figures.js";
 
 export interface BullMqQueueStatsOptions {
-  redisUrl: string;
+  /** `REDIS_URL`, or the Redis Cluster. */
+  redis: RedisTarget;
   /** `REDIS_PREFIX`. */
   prefix: string;
   names: readonly string[];
@@ -29,7 +32,7 @@ export const DEFAULT_STATS_TIMEOUT_MS = 1000;
 
 export class BullMqQueueStats implements QueueStatsSource {
   readonly names: readonly string[];
-  readonly #client: Redis;
+  readonly #client: RedisClient;
   readonly #queues: Queue[];
   readonly #timeoutMs: number;
   readonly #now: () => number;
@@ -42,14 +45,17 @@ export class BullMqQueueStats implements QueueStatsSource {
     this.#prefix = options.prefix;
     const onError = options.onError ?? (() => {});
     // Connected on first use: a process that is never scraped opens no connection for this.
-    this.#client = new Redis(options.redisUrl, {
+    this.#client = createRedisClient(options.redis, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       lazyConnect: true,
     });
     this.#client.on("error", onError);
     this.#queues = options.names.map((name) => {
-      const queue = new Queue(name, { connection: this.#client, prefix: options.prefix });
+      const queue = new Queue(name, {
+        connection: this.#client,
+        prefix: bullmqPrefix(options.prefix, name),
+      });
       queue.on("error", onError);
       return queue;
     });

@@ -6,10 +6,12 @@
  * what it would remove, so the command can be checked before it is meant.
  */
 
-import { Redis } from "ioredis";
+import { Cluster } from "ioredis";
 import pg from "pg";
 import type { Env } from "../io/env.js";
-import { normalisePrefix } from "../redis/connection.js";
+import { createRedisClient, masters } from "../redis/client.js";
+import { normalisePrefix } from "../redis/keys.js";
+import { type RedisTarget, redisTargetOf } from "../redis/target.js";
 import { ConfigError, loadConfig } from "../service/config.js";
 import { quoteSchema } from "../storage/pg-migrations.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
@@ -21,7 +23,8 @@ export const USAGE = "usage: receiptd admin purge [--prefix PREFIX] [--schema SC
 const HELP = `${USAGE}
 
 Removes a deployment's shared state; stop every process that uses it first.
-  --prefix PREFIX  every Redis key under PREFIX: (REDIS_URL): daily caps, the digest cache,
+  --prefix PREFIX  every Redis key under PREFIX: (REDIS_URL, or every master of
+                   REDIS_CLUSTER_NODES' cluster): daily caps, the digest cache,
                    the x402 nonce ledger, evaluation challenges and the BullMQ queues
                    (pending jobs included)
   --schema SCHEMA  DROP SCHEMA SCHEMA CASCADE in DATABASE_URL's database: API keys, anchors,
@@ -40,9 +43,18 @@ function globEscape(text: string): string {
   return text.replace(/[*?[\]\\]/g, "\\$&");
 }
 
-/** The keys under `prefix` (normalised as the service does: `receiptd` → `receiptd:`). */
-async function purgeRedisPrefix(url: string, prefix: string, remove: boolean): Promise<number> {
-  const client = new Redis(url, {
+/**
+ * The keys under `prefix` (normalised as the service does: `receiptd` → `receiptd:`). SCAN
+ * walks one server's keys only, so on a Redis Cluster every master is scanned (replicas hold
+ * copies of their master's keys). Keys are unlinked one at a time there: a multi-key UNLINK
+ * must stay in one slot, and the keys a scan returns do not.
+ */
+async function purgeRedisPrefix(
+  target: RedisTarget,
+  prefix: string,
+  remove: boolean,
+): Promise<number> {
+  const client = createRedisClient(target, {
     lazyConnect: true,
     maxRetriesPerRequest: 1,
     connectTimeout: CONNECT_TIMEOUT_MS,
@@ -51,20 +63,26 @@ async function purgeRedisPrefix(url: string, prefix: string, remove: boolean): P
   client.on("error", () => {});
   try {
     await client.connect();
+    const cluster = client instanceof Cluster;
     let count = 0;
-    let cursor = "0";
-    do {
-      const [next, keys] = await client.scan(
-        cursor,
-        "MATCH",
-        `${globEscape(normalisePrefix(prefix))}*`,
-        "COUNT",
-        1000,
-      );
-      count += keys.length;
-      if (remove && keys.length > 0) await client.unlink(...keys);
-      cursor = next;
-    } while (cursor !== "0");
+    for (const server of masters(client)) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await server.scan(
+          cursor,
+          "MATCH",
+          `${globEscape(normalisePrefix(prefix))}*`,
+          "COUNT",
+          1000,
+        );
+        count += keys.length;
+        if (remove && keys.length > 0) {
+          if (cluster) await Promise.all(keys.map((key) => client.unlink(key)));
+          else await client.unlink(...keys);
+        }
+        cursor = next;
+      } while (cursor !== "0");
+    }
     return count;
   } catch (error) {
     throw new PurgeError(`redis: ${error instanceof Error ? error.message : String(error)}`);
@@ -136,8 +154,11 @@ async function purge(request: PurgeRequest, io: CliIo, env: Env): Promise<number
   const config = loadConfig(env);
   const done = remove ? "removed" : "would remove";
   if (prefix !== undefined) {
-    if (config.redisUrl === null) throw new CliUsageError("--prefix needs REDIS_URL");
-    const count = await purgeRedisPrefix(config.redisUrl, prefix, remove);
+    const target = redisTargetOf(config);
+    if (target === null) {
+      throw new CliUsageError("--prefix needs REDIS_URL or REDIS_CLUSTER_NODES");
+    }
+    const count = await purgeRedisPrefix(target, prefix, remove);
     io.stdout(`redis: ${done} ${count} key(s) under '${normalisePrefix(prefix)}'\n`);
   }
   if (schema !== undefined) {

@@ -9,6 +9,7 @@ import { type QueueWorker, startReceiptdWorkers } from "../../queues/bullmq-work
 import { SETTLEMENTS_QUEUE } from "../../queues/settlements.js";
 import type { MetricsListenerConfig } from "../metrics/server.js";
 import { startWorkerMetrics } from "../metrics/worker.js";
+import { redisTargetOf } from "../redis/target.js";
 import {
   ConfigError,
   DEFAULT_WORKER_SETTINGS,
@@ -30,7 +31,7 @@ const HELP = `${USAGE}
 
 Runs the anchors and settlements queue workers until SIGTERM or SIGINT: it then takes no more
 jobs and lets active ones finish (at most WORKER_SHUTDOWN_MS), and a second signal stops at once.
-REDIS_URL is required. A crashed worker's jobs are taken over within about
+REDIS_URL or REDIS_CLUSTER_NODES is required. A crashed worker's jobs are taken over within about
 WORKER_LOCK_DURATION_MS + WORKER_STALLED_INTERVAL_MS.
 
 ${environmentHelp("worker")}`;
@@ -84,8 +85,11 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     io.stderr(`error: ${error.message}\n`);
     return 2;
   }
-  if (config.redisUrl === null) {
-    io.stderr("error: receiptd worker needs REDIS_URL: it consumes the BullMQ queues in Redis\n");
+  const redis = redisTargetOf(config);
+  if (redis === null) {
+    io.stderr(
+      "error: receiptd worker needs REDIS_URL or REDIS_CLUSTER_NODES: it consumes the BullMQ queues in Redis\n",
+    );
     return 2;
   }
   const log = jsonLog(config.logLevel, io.stdout);
@@ -93,7 +97,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   const identity = ServiceIdentity.open(config.dataDir);
   const metrics = await startWorkerMetrics({
     listener: metricsListener,
-    redisUrl: config.redisUrl,
+    redis,
     prefix: config.redisPrefix,
     queues: [ANCHORS_QUEUE, SETTLEMENTS_QUEUE],
     log,
@@ -103,7 +107,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   });
   const store = metrics.observeStore(openedStore);
   const workers = startReceiptdWorkers({
-    redisUrl: config.redisUrl,
+    redis,
     prefix: config.redisPrefix,
     concurrency: settings.concurrency,
     lockDurationMs: settings.lockDurationMs,

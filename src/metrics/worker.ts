@@ -4,6 +4,7 @@
  */
 import type { WorkerLog } from "../../queues/bullmq-worker.js";
 import { BullMqQueueStats } from "../../queues/queue-stats.js";
+import type { RedisTarget } from "../redis/target.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { ProcessMetrics } from "./metrics.js";
 import { observeDocumentStore } from "./observe.js";
@@ -22,7 +23,7 @@ export interface WorkerMetrics {
 export interface WorkerMetricsOptions {
   /** Null: nothing is served (figures are still kept, at no cost worth the name). */
   listener: MetricsListenerConfig | null;
-  redisUrl: string;
+  redis: RedisTarget;
   prefix: string;
   queues: readonly string[];
   log: WorkerLog;
@@ -32,7 +33,7 @@ export async function startWorkerMetrics(options: WorkerMetricsOptions): Promise
   const { log } = options;
   const metrics = new ProcessMetrics();
   const stats = new BullMqQueueStats({
-    redisUrl: options.redisUrl,
+    redis: options.redis,
     prefix: options.prefix,
     names: options.queues,
   });

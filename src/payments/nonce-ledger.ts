@@ -40,8 +40,13 @@ export interface NonceLedger {
 
 /** The ledger's key for an authorization; addresses and nonce compare case-insensitively. */
 export function nonceLedgerKey(key: NonceKey): string {
+  return `x402:nonce:${nonceIdentity(key)}`;
+}
+
+/** The authorization's identity, `network:asset:payer:nonce` (the Redis key's hash tag). */
+export function nonceIdentity(key: NonceKey): string {
   const lower = (text: string) => text.toLowerCase();
-  return `x402:nonce:${key.network}:${lower(key.asset)}:${lower(key.payer)}:${lower(key.nonce)}`;
+  return `${key.network}:${lower(key.asset)}:${lower(key.payer)}:${lower(key.nonce)}`;
 }
 
 /** Kept past `validBefore` for clock skew between us and the chain's block timestamps. */

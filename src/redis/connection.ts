@@ -10,9 +10,14 @@
  * stores work again as soon as Redis is back.
  */
 import { createHash } from "node:crypto";
-import { Redis } from "ioredis";
 import type { RedisBreaker } from "./breaker.js";
+import { createRedisClient, masters, mastersConnected, type RedisClient } from "./client.js";
+import { normalisePrefix } from "./keys.js";
 import { type RedisLog, RedisOutages } from "./outages.js";
+import type { RedisTarget } from "./target.js";
+
+export type { RedisClient } from "./client.js";
+export { normalisePrefix } from "./keys.js";
 
 /** How long a close waits for Redis to acknowledge before it drops the connection. */
 export const CLOSE_GRACE_MS = 5_000;
@@ -36,8 +41,11 @@ export async function settleWithin(work: Promise<unknown>, ms: number): Promise<
 export type { RedisLog } from "./outages.js";
 
 export interface RedisConnectionOptions {
-  /** `REDIS_URL` (redis:// or rediss://). Never logged: it may carry a password. */
-  url: string;
+  /**
+   * `REDIS_URL` (redis:// or rediss://), or a Redis Cluster (`REDIS_CLUSTER_NODES`, target.ts).
+   * Never logged: it may carry a password.
+   */
+  url: RedisTarget;
   /** `REDIS_PREFIX`; a `:` is appended unless it already ends with one. */
   prefix: string;
   log?: RedisLog;
@@ -57,7 +65,8 @@ export interface RedisConnectionOptions {
 export type RedisHealth = "up" | "down";
 
 export interface RedisConnection {
-  readonly client: Redis;
+  /** A `Redis`, or a `Cluster` (issue 36): every store's command routes by its key's slot. */
+  readonly client: RedisClient;
   /** The process's circuit breaker, which `run` and `ping` go through. */
   readonly breaker: RedisBreaker;
   /** The key prefix, ending in `:`. */
@@ -67,12 +76,13 @@ export interface RedisConnection {
    * answered recently it rejects at once with `RedisCircuitOpenError`, having sent nothing.
    * Every store's command goes through here.
    */
-  run<T>(command: (client: Redis) => Promise<T>): Promise<T>;
+  run<T>(command: (client: RedisClient) => Promise<T>): Promise<T>;
   /** Resolves once the client is ready, or rejects after `timeoutMs` (default 5000). */
   waitReady(timeoutMs?: number): Promise<void>;
   /**
-   * `up` when Redis answers PING within the command timeout, else `down`; never throws. While
-   * the circuit is open it answers `down` at once, without a PING.
+   * `up` when Redis answers PING within the command timeout (on a cluster: every master it
+   * knows), else `down`; never throws. While the circuit is open it answers `down` at once,
+   * without a PING.
    */
   ping(): Promise<RedisHealth>;
   /** Closes the client; later commands fail. Idempotent. */
@@ -81,11 +91,6 @@ export interface RedisConnection {
 
 const silent: RedisLog = { warn() {}, info() {} };
 
-/** `receiptd` → `receiptd:`, so `<prefix>cap:…` reads as a namespace. */
-export function normalisePrefix(prefix: string): string {
-  return prefix === "" || prefix.endsWith(":") ? prefix : `${prefix}:`;
-}
-
 /** Reconnect delays: quick at first, then every 2 s for as long as Redis stays away. */
 function reconnectDelay(attempt: number): number {
   return Math.min(100 * attempt, 2000);
@@ -93,7 +98,7 @@ function reconnectDelay(attempt: number): number {
 
 export function openRedis(options: RedisConnectionOptions): RedisConnection {
   const outages = options.outages ?? new RedisOutages(options.log ?? silent);
-  const client = new Redis(options.url, {
+  const client = createRedisClient(options.url, {
     connectionName: options.name ?? "receiptd",
     connectTimeout: options.connectTimeoutMs ?? 2000,
     commandTimeout: options.commandTimeoutMs ?? 1000,
@@ -103,36 +108,43 @@ export function openRedis(options: RedisConnectionOptions): RedisConnection {
     enableOfflineQueue: false,
     autoResendUnfulfilledCommands: false,
     retryStrategy: reconnectDelay,
+    // On a cluster, a command whose master just died is failed at once too, rather than
+    // retried every 100 ms for the seconds a replica takes to be promoted: the breaker turns
+    // the failure into fast 503s (and in-memory caps), and the slot map is re-read every
+    // second (client.ts), so the promoted replica is used as soon as it is known.
+    retryDelayOnFailoverMs: 0,
   });
   // An outage is logged when it starts and when it ends, not once per reconnect attempt.
   const unwatch = outages.watch(client, options.name ?? "receiptd");
   const breaker = outages.breaker;
-  breaker.useProbe(async () => (await client.ping()) === "PONG");
+  breaker.useProbe(() => pingAll(client));
   client.on("ready", () => breaker.connected());
+  const untilReady = (timeoutMs: number) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        client.off("ready", onReady);
+        reject(new Error(`redis not ready within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const onReady = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      client.once("ready", onReady);
+    });
   let closed = false;
   return {
     client,
     prefix: normalisePrefix(options.prefix),
     breaker,
     run: (command) => breaker.run(() => command(client)),
-    waitReady(timeoutMs = 5000) {
-      if (client.status === "ready") return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          client.off("ready", onReady);
-          reject(new Error(`redis not ready within ${timeoutMs} ms`));
-        }, timeoutMs);
-        const onReady = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-        client.once("ready", onReady);
-      });
+    async waitReady(timeoutMs = 5000) {
+      if (client.status !== "ready") await untilReady(timeoutMs);
+      await mastersConnected(client);
     },
     async ping() {
       if (breaker.state === "open") return "down";
       try {
-        return (await breaker.run(() => client.ping())) === "PONG" ? "up" : "down";
+        return (await breaker.run(() => pingAll(client))) ? "up" : "down";
       } catch {
         return "down";
       }
@@ -151,6 +163,17 @@ export function openRedis(options: RedisConnectionOptions): RedisConnection {
 }
 
 /**
+ * True when the server, or every master of a cluster, answers PING. A cluster's `ping()` asks
+ * one node at random, which says nothing of the master a failover has just taken away.
+ */
+async function pingAll(client: RedisClient): Promise<boolean> {
+  const nodes = masters(client);
+  if (nodes.length === 0) return false;
+  const answers = await Promise.all(nodes.map((node) => node.ping()));
+  return answers.every((answer) => answer === "PONG");
+}
+
+/**
  * A Lua script run by its SHA-1 (EVALSHA), sent in full only when Redis does not know it yet
  * (first use, or after a restart emptied the script cache).
  */
@@ -163,7 +186,7 @@ export class LuaScript {
     this.#sha = createHash("sha1").update(source).digest("hex");
   }
 
-  async run(client: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
+  async run(client: RedisClient, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
       return await client.evalsha(this.#sha, keys.length, ...keys, ...args);
     } catch (error) {

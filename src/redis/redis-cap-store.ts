@@ -13,6 +13,7 @@ import {
   utcDay,
 } from "../access/caps.js";
 import { LuaScript, type RedisConnection } from "./connection.js";
+import { taggedKey } from "./keys.js";
 
 /**
  * A counter is kept this long past its day's midnight. Its key names the day, so an instance
@@ -52,9 +53,9 @@ export class RedisCapStore implements CapStore {
     this.#now = now;
   }
 
-  /** The counter of `bucket` for the UTC day of `nowMs`. */
+  /** The counter of `bucket` for the UTC day of `nowMs`: its own hash tag (keys.ts). */
   key(bucket: string, nowMs: number): string {
-    return `${this.#connection.prefix}cap:${bucket}:${utcDay(nowMs)}`;
+    return taggedKey(this.#connection.prefix, "cap", `${bucket}:${utcDay(nowMs)}`);
   }
 
   async consume(bucket: string, limit: number, nowMs: number = this.#now()): Promise<CapDecision> {

@@ -7,6 +7,7 @@
  */
 import type { ChallengeLedger } from "../access/evaluation/challenge-ledger.js";
 import type { RedisConnection } from "./connection.js";
+import { taggedKey } from "./keys.js";
 
 export class RedisChallengeLedger implements ChallengeLedger {
   readonly #connection: RedisConnection;
@@ -19,7 +20,7 @@ export class RedisChallengeLedger implements ChallengeLedger {
   }
 
   key(salt: string): string {
-    return `${this.#connection.prefix}evaluation:challenge:${salt}`;
+    return taggedKey(this.#connection.prefix, "evaluation:challenge", salt);
   }
 
   async spend(salt: string, expiresAtMs: number): Promise<boolean> {

@@ -2,9 +2,12 @@
  * The distributed digest cache: entries in Redis, shared by every instance, with the same TTL
  * and oldest-first limit as the memory cache (`maxEntries` counts all instances together).
  *
- * Layout under the prefix: `cache:entry:<key>` holds the entry as JSON with a Redis TTL, and
- * `cache:index` is a sorted set of the keys scored by `storedAtMs`, so the oldest entries are
- * found (and evicted, with their values) in the same Lua script that writes a new one.
+ * Layout under the prefix: `cache:{digests}:entry:<key>` holds the entry as JSON with a Redis
+ * TTL, and `cache:{digests}:index` is a sorted set of the keys scored by `storedAtMs`, so the
+ * oldest entries are found (and evicted, with their values) in the same Lua script that writes
+ * a new one. That script touches entries it finds in the index, so on a Redis Cluster every key
+ * of the cache shares one hash tag, `{digests}`, and one slot: the cache lives on one master
+ * (issue 36; docs/service-decisions.md says what that costs and what would spread it).
  *
  * Time: `storedAtMs` comes from the writing instance's clock and expiry is judged on read
  * against the reading instance's clock, exactly as the memory cache does. The Redis TTL
@@ -14,6 +17,7 @@
  */
 import type { CachedVerdict, DigestCache, DigestCacheLimits } from "../cache/digest-cache.js";
 import { LuaScript, type RedisConnection } from "./connection.js";
+import { taggedKey } from "./keys.js";
 
 // KEYS[1] index, KEYS[2] entry. ARGV: 1 key, 2 JSON, 3 storedAtMs, 4 TTL ms, 5 expiry cutoff
 // (entries stored at or before it are expired), 6 maxEntries, 7 prefix of entry keys.
@@ -45,6 +49,9 @@ end
 return 0
 `);
 
+/** The hash tag of every key of the cache (keys.ts): its script needs them in one slot. */
+export const DIGEST_CACHE_TAG = "digests";
+
 export class RedisDigestCache implements DigestCache {
   readonly #connection: RedisConnection;
   readonly #ttlMs: number;
@@ -69,11 +76,11 @@ export class RedisDigestCache implements DigestCache {
   }
 
   get #index(): string {
-    return `${this.#connection.prefix}cache:index`;
+    return taggedKey(this.#connection.prefix, "cache", DIGEST_CACHE_TAG, "index");
   }
 
   get #entryPrefix(): string {
-    return `${this.#connection.prefix}cache:entry:`;
+    return `${taggedKey(this.#connection.prefix, "cache", DIGEST_CACHE_TAG, "entry")}:`;
   }
 
   async get(key: string): Promise<CachedVerdict | null> {

@@ -1,6 +1,6 @@
 /**
- * Distributed mode's `Idempotency-Key` entries: one Redis key per entry under
- * `<prefix>idempotency:`, claimed with a Lua script (read, or claim when absent) so that two
+ * Distributed mode's `Idempotency-Key` entries: one Redis key per entry,
+ * `<prefix>idempotency:{<entry>}`, claimed with a Lua script (read, or claim when absent) so that two
  * instances never both run one key, answered with a 24 h expiry. Errors propagate: the plugin
  * refuses (503) rather than run a retry it cannot tell from a first request.
  */
@@ -15,6 +15,7 @@ import {
   type StoredAnswer,
 } from "../access/idempotency-store.js";
 import { LuaScript, type RedisConnection } from "./connection.js";
+import { taggedKey } from "./keys.js";
 
 // KEYS[1] the entry; ARGV[1] the claim; ARGV[2] its lifetime (ms). Returns the entry there
 // was, or false once claimed.
@@ -46,7 +47,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   key(entry: string): string {
-    return `${this.#connection.prefix}idempotency:${entry}`;
+    return taggedKey(this.#connection.prefix, "idempotency", entry);
   }
 
   async begin(entry: string, fingerprint: string): Promise<IdempotencyBegin> {

@@ -6,8 +6,9 @@
  * authorization is already being settled, so the caller refuses the paid request (503) rather
  * than risk a replay. There is no in-memory fallback here, unlike the caps.
  */
-import { type NonceKey, type NonceLedger, nonceLedgerKey } from "../payments/nonce-ledger.js";
+import { type NonceKey, type NonceLedger, nonceIdentity } from "../payments/nonce-ledger.js";
 import type { RedisConnection } from "./connection.js";
+import { taggedKey } from "./keys.js";
 
 export class RedisNonceLedger implements NonceLedger {
   readonly #connection: RedisConnection;
@@ -18,7 +19,7 @@ export class RedisNonceLedger implements NonceLedger {
   }
 
   key(key: NonceKey): string {
-    return `${this.#connection.prefix}${nonceLedgerKey(key)}`;
+    return taggedKey(this.#connection.prefix, "x402:nonce", nonceIdentity(key));
   }
 
   async reserve(key: NonceKey, expiresAtMs: number): Promise<boolean> {

@@ -18,6 +18,7 @@ import type {
   SignatureChecks,
 } from "../payments/signature-budget.js";
 import { LuaScript, type RedisConnection } from "./connection.js";
+import { taggedKey } from "./keys.js";
 
 // KEYS[1] the client's bucket (a hash: t = tokens, a = the instant they were counted at).
 // ARGV[1] the caller's instant (ms), ARGV[2] tokens per second, ARGV[3] the burst.
@@ -69,7 +70,7 @@ export class RedisSignatureChecks implements SignatureChecks {
    * script on one slot of a Redis Cluster.
    */
   key(client: string): string {
-    return `${this.#connection.prefix}sigbudget:{${client}}`;
+    return taggedKey(this.#connection.prefix, "sigbudget", client);
   }
 
   async take(client: string): Promise<SignatureBudgetDecision> {

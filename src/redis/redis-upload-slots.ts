@@ -17,6 +17,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { InProcessUploadSlots, UploadSlot, UploadSlots } from "../access/upload-slots.js";
 import { LuaScript, type RedisConnection } from "./connection.js";
+import { taggedKey } from "./keys.js";
 
 // KEYS[1] the principal's slots (a sorted set: member = slot id, score = its expiry, ms).
 // ARGV[1] the slot id, ARGV[2] the caller's instant, ARGV[3] the slot's expiry, ARGV[4] the
@@ -61,7 +62,7 @@ export class RedisUploadSlots implements UploadSlots {
    */
   key(principal: string): string {
     const hash = createHash("sha256").update(principal, "utf8").digest("hex").slice(0, 32);
-    return `${this.#connection.prefix}uploads:{${hash}}`;
+    return taggedKey(this.#connection.prefix, "uploads", hash);
   }
 
   async acquire(principal: string): Promise<UploadSlot | null> {

@@ -1,6 +1,6 @@
 /**
  * The two modes of architecture.md, chosen in one place: embedded (memory and files in
- * `DATA_DIR`) unless `REDIS_URL` / `DATABASE_URL` say otherwise. Everything above this module
+ * `DATA_DIR`) unless `REDIS_URL` (or `REDIS_CLUSTER_NODES`) / `DATABASE_URL` say otherwise. Everything above this module
  * sees only the interfaces — `DocumentStore`, `DigestCache`, `CapStore`, `NonceLedger`,
  * `ChallengeLedger`, `SignatureChecks`, `UploadSlots`, `JobQueue` — so
  * no route knows which mode it runs in.
@@ -41,6 +41,7 @@ import {
 } from "../payments/signature-budget.js";
 import type { RedisConnection, RedisLog } from "../redis/connection.js";
 import type { RedisOutages } from "../redis/outages.js";
+import { redisTargetOf } from "../redis/target.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { FsDocumentStore } from "../storage/fs-document-store.js";
 import { GroupCommitStore } from "../storage/group-commit-store.js";
@@ -144,7 +145,8 @@ export async function openBackends(
       documentStore = grouped;
     }
   }
-  if (config.redisUrl === null) {
+  const redisTarget = redisTargetOf(config);
+  if (redisTarget === null) {
     return backendsOf(config, documentStore, {
       redis: null,
       digestCache: new MemoryDigestCache(cacheLimits, clock),
@@ -184,7 +186,7 @@ export async function openBackends(
     import("../redis/redis-signature-budget.js"),
     import("../redis/redis-upload-slots.js"),
   ]);
-  const redis = openRedis({ url: config.redisUrl, prefix: config.redisPrefix, log, outages });
+  const redis = openRedis({ url: redisTarget, prefix: config.redisPrefix, log, outages });
   return backendsOf(config, documentStore, {
     redis,
     digestCache: new RedisDigestCache(redis, cacheLimits, clock),
@@ -257,8 +259,8 @@ export async function openQueues(
   },
 ): Promise<Queues> {
   const { documentStore, signer, clock, outages } = options;
-  const redisUrl = config.redisUrl;
-  if (redisUrl === null) {
+  const redis = redisTargetOf(config);
+  if (redis === null) {
     return queuesOf(
       new InProcessQueue(ANCHORS_QUEUE, anchorsProcessor(documentStore), ANCHORS_QUEUE_OPTIONS),
       new InProcessQueue(
@@ -272,7 +274,7 @@ export async function openQueues(
     );
   }
   const { BullMqQueue } = await import("../../queues/bullmq-queue.js");
-  const connection = { redisUrl, prefix: config.redisPrefix, outages, budget: config.queueBudget };
+  const connection = { redis, prefix: config.redisPrefix, outages, budget: config.queueBudget };
   return queuesOf(
     new BullMqQueue(ANCHORS_QUEUE, { ...connection, ...ANCHORS_QUEUE_OPTIONS }),
     new BullMqQueue(SETTLEMENTS_QUEUE, { ...connection, ...SETTLEMENTS_QUEUE_OPTIONS }),

@@ -148,15 +148,25 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     group: "Distributed mode",
     default: "unset (embedded: memory)",
     meaning:
-      "redis:// or rediss:// URL: daily caps, the digest cache, the x402 nonce ledger and the `anchors` / `settlements` queues move to Redis. Required by `receiptd worker`. Never logged.",
+      "redis:// or rediss:// URL: daily caps, the digest cache, the x402 nonce ledger and the `anchors` / `settlements` queues move to Redis. Required by `receiptd worker` unless REDIS_CLUSTER_NODES is set. Never logged.",
     processes: ALL,
     example: "redis://127.0.0.1:6379",
+  },
+  {
+    name: "REDIS_CLUSTER_NODES",
+    group: "Distributed mode",
+    default: "unset (one Redis: REDIS_URL)",
+    meaning:
+      "Comma-separated `host:port` seeds of a Redis Cluster: the stores and the queues use ioredis' cluster client, every key carrying a hash tag. Selects distributed mode on its own; with REDIS_URL as well, that URL's user, password and rediss:// (TLS) apply to every node and its host is one more seed.",
+    processes: ALL,
+    example: "10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379",
   },
   {
     name: "REDIS_PREFIX",
     group: "Distributed mode",
     default: DEFAULT_SETTINGS.redisPrefix,
-    meaning: "Prefix of every Redis key and BullMQ queue, so deployments can share one Redis.",
+    meaning:
+      "Prefix of every Redis key and BullMQ queue, so deployments can share one Redis. No `{` or `}` (they would become every key's cluster hash tag).",
     processes: ALL,
   },
   {

@@ -11,6 +11,7 @@ import type { Env } from "../io/env.js";
 import type { MetricsListenerConfig } from "../metrics/server.js";
 import { PaymentConfigError } from "../payments/errors.js";
 import { type PaymentSettings, paymentSettings } from "../payments/requirements.js";
+import { parseClusterNodes, type RedisNode } from "../redis/target.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -306,6 +307,12 @@ export interface ServiceConfig {
   payments: PaymentsConfig;
   /** `REDIS_URL`: caps, digest cache, nonces and queues in Redis (distributed mode), or null. */
   redisUrl: string | null;
+  /**
+   * `REDIS_CLUSTER_NODES`: seeds of a Redis Cluster (issue 36), or null. Set, it selects the
+   * cluster client, and distributed mode even without `REDIS_URL` (whose user, password and
+   * TLS then apply to every node). `redisTargetOf` (src/redis/target.ts) reads the two.
+   */
+  redisClusterNodes: RedisNode[] | null;
   /**
    * Prefix of every Redis key and BullMQ queue (`REDIS_PREFIX`, default `receiptd`), so several
    * deployments (or test runs) can share one Redis.
@@ -834,6 +841,30 @@ function originsFrom(env: Env, name: string): string[] {
     });
 }
 
+function clusterNodesFrom(env: Env): RedisNode[] | null {
+  const text = env.REDIS_CLUSTER_NODES;
+  if (!text) return null;
+  try {
+    return parseClusterNodes(text);
+  } catch (error) {
+    throw new ConfigError(
+      `REDIS_CLUSTER_NODES must list host:port seeds separated by commas: ${(error as Error).message}`,
+    );
+  }
+}
+
+/**
+ * `REDIS_PREFIX`. No braces: Redis Cluster hashes the text between the first `{` and `}` of a
+ * key, so a brace in the prefix would become every key's hash tag (src/redis/keys.ts).
+ */
+function redisPrefixFrom(env: Env): string {
+  const prefix = env.REDIS_PREFIX || DEFAULT_SETTINGS.redisPrefix;
+  if (/[{}]/.test(prefix)) {
+    throw new ConfigError(`REDIS_PREFIX must not contain '{' or '}', got '${prefix}'`);
+  }
+  return prefix;
+}
+
 function urlFrom(env: Env, name: string): string | null {
   const text = env[name];
   if (!text) return null;
@@ -958,7 +989,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     internalTokenFile: resolve(env.INTERNAL_TOKEN_FILE || join(dataDir, "internal.token")),
     payments: paymentsFrom(env, mergedLimits, origin),
     redisUrl: urlFrom(env, "REDIS_URL"),
-    redisPrefix: env.REDIS_PREFIX || DEFAULT_SETTINGS.redisPrefix,
+    redisClusterNodes: clusterNodesFrom(env),
+    redisPrefix: redisPrefixFrom(env),
     queueBudget: queueBudgetFrom(env),
     databaseUrl: urlFrom(env, "DATABASE_URL"),
     databaseSchema: env.DATABASE_SCHEMA || DEFAULT_SETTINGS.databaseSchema,

@@ -124,7 +124,8 @@ export interface StartupSummary {
   corpus: "on" | "off";
   /** Whether `/metrics` has a listener of its own (`METRICS_PORT`). */
   metrics: "on" | "off";
-  redis: "on" | "off";
+  /** `cluster` when `REDIS_CLUSTER_NODES` selects a Redis Cluster. */
+  redis: "on" | "off" | "cluster";
   database: "on" | "off";
   /** Whether anyone may obtain an evaluation key (`EVALUATION_KEYS`). */
   evaluationKeys: "on" | "off";
@@ -134,7 +135,8 @@ export interface StartupSummary {
 
 /** What an operator needs to see at a glance that the process runs as intended. */
 export function startupSummary(config: ServiceConfig, issuer: string, url: string): StartupSummary {
-  const distributed = config.redisUrl !== null || config.databaseUrl !== null;
+  const distributed =
+    config.redisUrl !== null || config.redisClusterNodes !== null || config.databaseUrl !== null;
   const { settings, facilitatorUrl } = config.payments;
   return {
     mode: distributed ? "distributed" : "embedded",
@@ -144,7 +146,7 @@ export function startupSummary(config: ServiceConfig, issuer: string, url: strin
     payments: settings === null ? "off" : facilitatorUrl === null ? "refused" : "on",
     corpus: config.corpusDir === null ? "off" : "on",
     metrics: config.metrics === null ? "off" : "on",
-    redis: config.redisUrl === null ? "off" : "on",
+    redis: config.redisClusterNodes !== null ? "cluster" : config.redisUrl === null ? "off" : "on",
     database: config.databaseUrl === null ? "off" : "on",
     evaluationKeys: config.evaluationKeys === null ? "off" : "on",
     ed25519: ed25519Summary(),

@@ -16,6 +16,7 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { ANCHORS_QUEUE } from "../../queues/anchors.js";
 import { SETTLEMENTS_QUEUE } from "../../queues/settlements.js";
+import { bullmqPrefix } from "../../src/redis/keys.js";
 import { startTestService, type TestService } from "../service/support/service.js";
 import { removePrefix, TEST_REDIS_URL, testPrefix } from "../support/bullmq-redis.js";
 import { parseExposition, type Sample, samplesOf, sampleValue } from "../support/prometheus.js";
@@ -81,8 +82,14 @@ describe("BullMQ metrics of web and worker processes", () => {
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), "receiptd-worker-metrics-"));
     connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
-    anchors = new Queue(ANCHORS_QUEUE, { connection, prefix });
-    settlements = new Queue(SETTLEMENTS_QUEUE, { connection, prefix });
+    anchors = new Queue(ANCHORS_QUEUE, {
+      connection,
+      prefix: bullmqPrefix(prefix, ANCHORS_QUEUE),
+    });
+    settlements = new Queue(SETTLEMENTS_QUEUE, {
+      connection,
+      prefix: bullmqPrefix(prefix, SETTLEMENTS_QUEUE),
+    });
     web = await startTestService({ redisUrl: TEST_REDIS_URL, redisPrefix: prefix });
   });
   after(async () => {

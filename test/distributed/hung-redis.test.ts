@@ -160,7 +160,7 @@ async function startStack(
   });
   const identity = ServiceIdentity.open(service.config.dataDir);
   const workers = startReceiptdWorkers({
-    redisUrl: workerRedisUrl,
+    redis: workerRedisUrl,
     prefix,
     store: hooked,
     signer: () => identity.signer(),

@@ -115,7 +115,7 @@ describe("a bounded queue across the deployment", () => {
       workerStore = await openDocumentStore(service.config);
       const identity = ServiceIdentity.open(service.config.dataDir);
       workers = startReceiptdWorkers({
-        redisUrl: redis.url,
+        redis: redis.url,
         prefix,
         store: workerStore,
         signer: () => identity.signer(),

@@ -50,7 +50,7 @@ describe("two web instances on one Redis and one PostgreSQL", () => {
       workerStores.push(store);
       workers.push(
         ...startReceiptdWorkers({
-          redisUrl: SHARED_REDIS_URL,
+          redis: SHARED_REDIS_URL,
           prefix,
           store,
           signer: () => identity.signer(),

@@ -108,7 +108,7 @@ describe("metrics", () => {
   test("a Redis that cannot be reached gives queue_up 0, promptly, and no stale figures", async () => {
     const port = await closedPort();
     const stats = new BullMqQueueStats({
-      redisUrl: `redis://127.0.0.1:${port}`,
+      redis: `redis://127.0.0.1:${port}`,
       prefix: "receiptd-test-none",
       names: ["anchors", "settlements"],
       timeoutMs: 500,

@@ -5,6 +5,8 @@ import { BullMqQueue } from "../../queues/bullmq-queue.js";
 import { BullMqWorker } from "../../queues/bullmq-worker.js";
 import { QueueUnavailableError } from "../../queues/job-queue.js";
 import { RedisOutages } from "../../src/redis/outages.js";
+import type { RedisTarget } from "../../src/redis/target.js";
+import { startTestCluster, type TestCluster } from "../redis/cluster-support.js";
 import { startPrivateRedis } from "../redis/support.js";
 import { removePrefix, TEST_REDIS_URL, testPrefix } from "../support/bullmq-redis.js";
 import { jobQueueContract, NOW } from "./job-queue-contract.js";
@@ -14,29 +16,45 @@ const silent = { info() {}, warn() {}, error() {} };
 const running: { close(): Promise<void> }[] = [];
 let queues = 0;
 
+let cluster: Promise<TestCluster> | undefined;
+
 after(async () => {
   await Promise.all(running.map((resource) => resource.close()));
   await removePrefix(prefix);
+  // After the workers and queues on it are closed: a client whose nodes are gone waits.
+  if (cluster !== undefined) await (await cluster).stop();
 });
 
-jobQueueContract("BullMqQueue", async (processor, options) => {
-  // A queue of its own per test, consumed by a worker in this process.
-  queues += 1;
-  const name = `contract-${queues}`;
-  const worker = new BullMqWorker(name, processor, {
-    redisUrl: TEST_REDIS_URL,
-    prefix,
-    log: silent,
+// On the shared Redis, and on a Redis Cluster of this file's own (issue 36), whose keys the
+// cluster's own teardown removes.
+const targets: [string, () => Promise<RedisTarget>][] = [
+  ["a single Redis", async () => TEST_REDIS_URL],
+  [
+    "a Redis Cluster",
+    async () => {
+      cluster ??= startTestCluster();
+      return (await cluster).target;
+    },
+  ],
+];
+
+for (const [where, target] of targets) {
+  jobQueueContract(`BullMqQueue on ${where}`, async (processor, options) => {
+    // A queue of its own per test, consumed by a worker in this process.
+    queues += 1;
+    const name = `contract-${queues}`;
+    const redis = await target();
+    const worker = new BullMqWorker(name, processor, { redis, prefix, log: silent });
+    await worker.ready();
+    running.push({ close: () => worker.close(5000) });
+    const queue = new BullMqQueue<
+      Parameters<typeof processor>[0],
+      Awaited<ReturnType<typeof processor>>
+    >(name, { redis, prefix, attempts: 2, backoffMs: 10, ...options });
+    running.push(queue);
+    return queue;
   });
-  await worker.ready();
-  running.push({ close: () => worker.close(5000) });
-  const queue = new BullMqQueue<
-    Parameters<typeof processor>[0],
-    Awaited<ReturnType<typeof processor>>
-  >(name, { redisUrl: TEST_REDIS_URL, prefix, attempts: 2, backoffMs: 10, ...options });
-  running.push(queue);
-  return queue;
-});
+}
 
 describe("BullMqQueue", () => {
   test("a job that finishes while its submission checks on it is answered with its result", async () => {
@@ -44,14 +62,14 @@ describe("BullMqQueue", () => {
     // an instant job, submitted many times, reaches that window now and then.
     const name = "instant";
     const worker = new BullMqWorker<{ n: number }, { n: number }>(name, async (job) => job, {
-      redisUrl: TEST_REDIS_URL,
+      redis: TEST_REDIS_URL,
       prefix,
       log: silent,
     });
     await worker.ready();
     running.push({ close: () => worker.close(5000) });
     const queue = new BullMqQueue<{ n: number }, { n: number }>(name, {
-      redisUrl: TEST_REDIS_URL,
+      redis: TEST_REDIS_URL,
       prefix,
     });
     running.push(queue);
@@ -70,7 +88,7 @@ describe("BullMqQueue", () => {
       name,
       async (job) => job,
       {
-        redisUrl: TEST_REDIS_URL,
+        redis: TEST_REDIS_URL,
         prefix,
         log: { info: capture("info"), warn: capture("warn"), error: capture("error") },
       },
@@ -78,7 +96,7 @@ describe("BullMqQueue", () => {
     await worker.ready();
     running.push({ close: () => worker.close(5000) });
     const queue = new BullMqQueue<{ secret: string }, { secret: string }>(name, {
-      redisUrl: TEST_REDIS_URL,
+      redis: TEST_REDIS_URL,
       prefix,
     });
     running.push(queue);
@@ -97,7 +115,7 @@ describe("BullMqQueue", () => {
   test("with Redis unreachable a submission fails fast with QueueUnavailableError", async () => {
     // Nothing listens on port 1; the producer must not wait for a reconnection.
     const queue = new BullMqQueue<null, null>("unreachable", {
-      redisUrl: "redis://127.0.0.1:1",
+      redis: "redis://127.0.0.1:1",
       prefix,
     });
     await assert.rejects(queue.submit("job-a", null, NOW), QueueUnavailableError);
@@ -115,11 +133,11 @@ describe("BullMqQueue", () => {
         ran.push(label);
         return null;
       },
-      { redisUrl: redis.url, prefix, log: silent },
+      { redis: redis.url, prefix, log: silent },
     );
     const outages = new RedisOutages({ warn() {}, info() {} });
     const queue = new BullMqQueue<{ label: string }, null>("hung", {
-      redisUrl: redis.url,
+      redis: redis.url,
       prefix,
       outages,
     });

@@ -69,7 +69,7 @@ describe("QueueBudget", () => {
     assert.equal(await queue.release("same"), 0);
     assert.equal(await queue.heldBytes(), 0);
     assert.equal(await queue.principalBytes("key:a"), 0);
-    assert.deepEqual(await connection.client.hgetall(`${connection.prefix}:budget:{q3}:bytes`), {});
+    assert.deepEqual(await connection.client.hgetall(`${connection.prefix}budget:{q3}:bytes`), {});
   });
 
   test("the reconciler releases jobs no longer live, past the admission grace", async () => {
@@ -80,7 +80,7 @@ describe("QueueBudget", () => {
     // Admitted a moment ago: its add may still be on its way.
     await queue.admit("young", "key:b", 70, true, now);
     // A counter off by a crash between a ledger write and its counters is set right too.
-    await connection.client.hincrby(`${connection.prefix}:budget:{q4}:bytes`, "total", 999);
+    await connection.client.hincrby(`${connection.prefix}budget:{q4}:bytes`, "total", 999);
     const released = await queue.reconcile(async (jobId) => jobId === "live", now);
     assert.equal(released, 100);
     assert.equal(await queue.heldBytes(), 120);

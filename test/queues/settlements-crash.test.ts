@@ -20,6 +20,7 @@ import { ANCHORS_QUEUE } from "../../queues/anchors.js";
 import { BullMqQueue } from "../../queues/bullmq-queue.js";
 import type { JsonData } from "../../queues/job-queue.js";
 import { SETTLEMENTS_QUEUE, settlementJobId } from "../../queues/settlements.js";
+import { bullmqPrefix } from "../../src/redis/keys.js";
 import { prepareAnchorPost } from "../../src/service/endpoints/anchors/answer.js";
 import { loadOrCreateServiceKey } from "../../src/service/service-key.js";
 import type { CollectionName } from "../../src/storage/document-store.js";
@@ -76,12 +77,15 @@ async function crashRun(
   const dataDir = await mkdtemp(join(tmpdir(), "receiptd-crash-"));
   const store = new FsDocumentStore(dataDir);
   const producer = new BullMqQueue<JsonData, JsonData>(queueName, {
-    redisUrl: TEST_REDIS_URL,
+    redis: TEST_REDIS_URL,
     prefix,
     retainCompleted: 0,
   });
   const inspectorConnection = new Redis(TEST_REDIS_URL);
-  const inspector = new Queue(queueName, { connection: inspectorConnection, prefix });
+  const inspector = new Queue(queueName, {
+    connection: inspectorConnection,
+    prefix: bullmqPrefix(prefix, queueName),
+  });
   const enqueueAll = async () => {
     for (const { jobId, payload } of jobs) {
       assert.equal((await producer.submit(jobId, payload, { waitMs: 0 })).state, "pending");

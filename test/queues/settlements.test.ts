@@ -28,6 +28,7 @@ import {
   userAgentFamily,
   userAgentHash,
 } from "../../src/payments/settlement-receipt.js";
+import { bullmqPrefix } from "../../src/redis/keys.js";
 import { FsDocumentStore } from "../../src/storage/fs-document-store.js";
 import { JobJournal } from "../../src/storage/job-journal.js";
 import { didKeyToPublicKey } from "../../src/verifier/crypto/did-key.js";
@@ -503,12 +504,15 @@ describe("SettlementRecorder over BullMQ", () => {
     // No worker consumes the queue: whatever Redis holds when `record` resolves was added
     // before it did.
     const queue = new BullMqQueue<Settlement, SettlementStored>(SETTLEMENTS_QUEUE, {
-      redisUrl: TEST_REDIS_URL,
+      redis: TEST_REDIS_URL,
       prefix,
       ...SETTLEMENTS_QUEUE_OPTIONS,
     });
     const connection = new Redis(TEST_REDIS_URL);
-    const inspector = new Queue(SETTLEMENTS_QUEUE, { connection, prefix });
+    const inspector = new Queue(SETTLEMENTS_QUEUE, {
+      connection,
+      prefix: bullmqPrefix(prefix, SETTLEMENTS_QUEUE),
+    });
     const logged: string[] = [];
     const recorder = new SettlementRecorder({
       queue,

@@ -4,6 +4,7 @@ import { after, before, describe, test } from "node:test";
 import { normalisePrefix, openRedis } from "../../src/redis/connection.js";
 import { RedisCapStore } from "../../src/redis/redis-cap-store.js";
 import { at } from "../access/cap-store-contract.js";
+import { openClusterRedis, startTestCluster, type TestCluster } from "./cluster-support.js";
 import {
   disposeTestRedis,
   openTestRedis,
@@ -112,6 +113,42 @@ describe("Redis connection", () => {
       // Closing on purpose is not an outage.
       assert.equal(lines.length, 2);
     });
+  });
+});
+
+describe("Redis connection on a Redis Cluster (issue 36)", () => {
+  let cluster: TestCluster;
+  before(async () => {
+    cluster = await startTestCluster({ own: true });
+  });
+  after(() => cluster.stop());
+
+  test("a silent master fails its commands at the command timeout and opens the circuit", async () => {
+    const connection = await openClusterRedis(cluster, undefined, { commandTimeoutMs: 200 });
+    const store = new RedisCapStore(connection);
+    const bucket = "anonymous";
+    const master = await cluster.masterOf(store.key(bucket, at("2026-11-21T10:00:00Z")));
+    try {
+      cluster.pause(master.port);
+      await assert.rejects(
+        store.consume(bucket, 1, at("2026-11-21T10:00:00Z")),
+        /Command timed out/,
+      );
+      // The commands of every slot are refused unsent now, the other masters' included: one
+      // breaker per process, as on a single Redis.
+      assert.equal(connection.breaker.state, "open");
+      await assert.rejects(store.consume("key:other", 1, at("2026-11-21T10:00:00Z")), {
+        name: "RedisCircuitOpenError",
+      });
+      // The probe PINGs every master: it fails while one is silent.
+      assert.equal(await connection.ping(), "down");
+      cluster.resume(master.port);
+      await untilUp(connection);
+      assert.equal((await store.consume(bucket, 5, at("2026-11-21T10:00:00Z"))).allowed, true);
+    } finally {
+      cluster.resume(master.port);
+      await disposeTestRedis(connection);
+    }
   });
 });
 

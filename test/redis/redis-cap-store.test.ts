@@ -3,19 +3,22 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { RedisCapStore } from "../../src/redis/redis-cap-store.js";
 import { at, capStoreContract } from "../access/cap-store-contract.js";
+import { redisBackends } from "./cluster-support.js";
 import { disposeTestRedis, keysUnder, openTestRedis } from "./support.js";
 
-capStoreContract("RedisCapStore", async () => {
-  const connection = await openTestRedis();
-  const store = new RedisCapStore(connection);
-  return {
-    store,
-    dispose: async () => {
-      await store.close();
-      await disposeTestRedis(connection);
-    },
-  };
-});
+for (const backend of redisBackends()) {
+  capStoreContract(`RedisCapStore on a ${backend.name}`, async () => {
+    const connection = await backend.open();
+    const store = new RedisCapStore(connection);
+    return {
+      store,
+      dispose: async () => {
+        await store.close();
+        await disposeTestRedis(connection);
+      },
+    };
+  });
+}
 
 describe("RedisCapStore", () => {
   test("one key per bucket and UTC day, kept until an hour past that day's midnight", async () => {
@@ -28,10 +31,10 @@ describe("RedisCapStore", () => {
       await store.consume("anonymous", 0, now);
       const day = Math.floor(now / 86_400_000);
       assert.deepEqual((await keysUnder(connection.client, connection.prefix)).sort(), [
-        `${connection.prefix}cap:key:0123456789ab:${day}`,
-        `${connection.prefix}cap:key:0123456789ab:${day + 1}`,
+        `${connection.prefix}cap:{key:0123456789ab:${day}}`,
+        `${connection.prefix}cap:{key:0123456789ab:${day + 1}}`,
       ]);
-      const ttl = await connection.client.pttl(`${connection.prefix}cap:key:0123456789ab:${day}`);
+      const ttl = await connection.client.pttl(`${connection.prefix}cap:{key:0123456789ab:${day}}`);
       // Six hours to midnight plus the hour of grace, less the time the test took.
       assert.ok(ttl > 7 * 3_600_000 - 60_000 && ttl <= 7 * 3_600_000, String(ttl));
     } finally {

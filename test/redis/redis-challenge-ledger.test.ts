@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { RedisChallengeLedger } from "../../src/redis/redis-challenge-ledger.js";
 import { challengeLedgerContract } from "../access/evaluation/challenge-ledger-contract.js";
+import { redisBackends } from "./cluster-support.js";
 import {
   disposeTestRedis,
   openTestRedis,
@@ -10,17 +11,19 @@ import {
   startPrivateRedis,
 } from "./support.js";
 
-challengeLedgerContract("RedisChallengeLedger", async () => {
-  const connection = await openTestRedis();
-  const ledger = new RedisChallengeLedger(connection);
-  return {
-    ledger,
-    dispose: async () => {
-      await ledger.close();
-      await disposeTestRedis(connection);
-    },
-  };
-});
+for (const backend of redisBackends()) {
+  challengeLedgerContract(`RedisChallengeLedger on a ${backend.name}`, async () => {
+    const connection = await backend.open();
+    const ledger = new RedisChallengeLedger(connection);
+    return {
+      ledger,
+      dispose: async () => {
+        await ledger.close();
+        await disposeTestRedis(connection);
+      },
+    };
+  });
+}
 
 describe("RedisChallengeLedger", () => {
   test("a spent challenge is a key under the prefix that lives until its expiry", async () => {
@@ -31,7 +34,7 @@ describe("RedisChallengeLedger", () => {
       const ledger = new RedisChallengeLedger(connection, () => clock);
       assert.equal(await ledger.spend("salt-1", clock + 300_000.5), true);
       const key = ledger.key("salt-1");
-      assert.equal(key, `${connection.prefix}evaluation:challenge:salt-1`);
+      assert.equal(key, `${connection.prefix}evaluation:challenge:{salt-1}`);
       const ttl = await connection.client.pttl(key);
       assert.ok(ttl > 0 && ttl <= 300_001, String(ttl));
       assert.equal(await ledger.spend("salt-1", clock + 300_000), false);

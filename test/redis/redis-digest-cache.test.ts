@@ -3,20 +3,23 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { RedisDigestCache } from "../../src/redis/redis-digest-cache.js";
 import { cacheEntry, digestCacheContract } from "../cache/digest-cache-contract.js";
+import { redisBackends } from "./cluster-support.js";
 import { disposeTestRedis, keysUnder, openTestRedis } from "./support.js";
 
-digestCacheContract("RedisDigestCache", async (limits, now) => {
-  const connection = await openTestRedis();
-  const cache = new RedisDigestCache(connection, limits, now);
-  return {
-    cache,
-    size: () => cache.size(),
-    dispose: async () => {
-      await cache.close();
-      await disposeTestRedis(connection);
-    },
-  };
-});
+for (const backend of redisBackends()) {
+  digestCacheContract(`RedisDigestCache on a ${backend.name}`, async (limits, now) => {
+    const connection = await backend.open();
+    const cache = new RedisDigestCache(connection, limits, now);
+    return {
+      cache,
+      size: () => cache.size(),
+      dispose: async () => {
+        await cache.close();
+        await disposeTestRedis(connection);
+      },
+    };
+  });
+}
 
 describe("RedisDigestCache", () => {
   test("entries and the index carry a Redis TTL, so an idle cache leaves nothing", async () => {
@@ -26,10 +29,13 @@ describe("RedisDigestCache", () => {
       await cache.set("abc:any", cacheEntry("TRUSTED"));
       const { prefix, client } = connection;
       assert.deepEqual((await keysUnder(client, prefix)).sort(), [
-        `${prefix}cache:entry:abc:any`,
-        `${prefix}cache:index`,
+        `${prefix}cache:{digests}:entry:abc:any`,
+        `${prefix}cache:{digests}:index`,
       ]);
-      for (const key of [`${prefix}cache:entry:abc:any`, `${prefix}cache:index`]) {
+      for (const key of [
+        `${prefix}cache:{digests}:entry:abc:any`,
+        `${prefix}cache:{digests}:index`,
+      ]) {
         const ttl = await client.pttl(key);
         assert.ok(ttl > 890_000 && ttl <= 900_000, `${key}: ${ttl}`);
       }
@@ -66,7 +72,7 @@ describe("RedisDigestCache", () => {
     const connection = await openTestRedis();
     try {
       const cache = new RedisDigestCache(connection, { ttlSeconds: 900, maxEntries: 2 });
-      await connection.client.set(`${connection.prefix}cache:entry:bad`, "{not json");
+      await connection.client.set(`${connection.prefix}cache:{digests}:entry:bad`, "{not json");
       await assert.rejects(cache.get("bad"), /malformed digest cache entry/);
     } finally {
       await disposeTestRedis(connection);

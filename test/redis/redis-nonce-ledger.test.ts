@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { RedisNonceLedger } from "../../src/redis/redis-nonce-ledger.js";
 import { freshKey, nonceLedgerContract } from "../payments/nonce-ledger-contract.js";
+import { redisBackends } from "./cluster-support.js";
 import {
   disposeTestRedis,
   openTestRedis,
@@ -10,17 +11,19 @@ import {
   startPrivateRedis,
 } from "./support.js";
 
-nonceLedgerContract("RedisNonceLedger", async () => {
-  const connection = await openTestRedis();
-  const ledger = new RedisNonceLedger(connection);
-  return {
-    ledger,
-    dispose: async () => {
-      await ledger.close();
-      await disposeTestRedis(connection);
-    },
-  };
-});
+for (const backend of redisBackends()) {
+  nonceLedgerContract(`RedisNonceLedger on a ${backend.name}`, async () => {
+    const connection = await backend.open();
+    const ledger = new RedisNonceLedger(connection);
+    return {
+      ledger,
+      dispose: async () => {
+        await ledger.close();
+        await disposeTestRedis(connection);
+      },
+    };
+  });
+}
 
 describe("RedisNonceLedger", () => {
   test("a reservation is a key under the prefix that expires at expiresAtMs", async () => {
@@ -31,7 +34,7 @@ describe("RedisNonceLedger", () => {
       const expiresAt = Date.now() + 3_600_000;
       assert.equal(await ledger.reserve(key, expiresAt + 0.5), true);
       const id = ledger.key(key);
-      assert.ok(id.startsWith(`${connection.prefix}x402:nonce:eip155:8453:`));
+      assert.ok(id.startsWith(`${connection.prefix}x402:nonce:{eip155:8453:`));
       assert.equal(await connection.client.pexpiretime(id), expiresAt + 1);
     } finally {
       await disposeTestRedis(connection);

@@ -10,6 +10,7 @@ import { createConnection } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
 import { freePort } from "../../bench/support/free-port.js";
+import { masters, type RedisClient } from "../../src/redis/client.js";
 import {
   openRedis,
   type RedisConnection,
@@ -33,22 +34,31 @@ export async function openTestRedis(
   return connection;
 }
 
-/** Every key under `prefix` (the prefix is hex and punctuation: no glob characters). */
-export async function keysUnder(client: Redis, prefix: string): Promise<string[]> {
+/**
+ * Every key under `prefix` (the prefix is hex and punctuation: no glob characters); on a
+ * cluster, every master's.
+ */
+export async function keysUnder(client: RedisClient, prefix: string): Promise<string[]> {
   const keys: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, batch] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
-    keys.push(...batch);
-    cursor = next;
-  } while (cursor !== "0");
+  for (const server of masters(client)) {
+    let cursor = "0";
+    do {
+      const [next, batch] = await server.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
+      keys.push(...batch);
+      cursor = next;
+    } while (cursor !== "0");
+  }
   return keys;
+}
+
+/** Deletes `keys` one command per key (a cluster refuses a multi-key UNLINK across slots). */
+export async function unlinkKeys(client: RedisClient, keys: string[]): Promise<void> {
+  await Promise.all(keys.map((key) => client.unlink(key)));
 }
 
 /** Deletes the connection's keys, then closes it. */
 export async function disposeTestRedis(connection: RedisConnection): Promise<void> {
-  const keys = await keysUnder(connection.client, connection.prefix);
-  if (keys.length > 0) await connection.client.unlink(...keys);
+  await unlinkKeys(connection.client, await keysUnder(connection.client, connection.prefix));
   await connection.close();
 }
 

@@ -20,6 +20,7 @@ import { loadOrCreateValidatorKey } from "../../erc8004/validator-key.js";
 import { ServiceMetrics } from "../../metrics/metrics.js";
 import { observeDocumentStore } from "../../metrics/observe.js";
 import type { RedisOutages } from "../../redis/outages.js";
+import { redisTargetOf } from "../../redis/target.js";
 import type { DocumentStore } from "../../storage/document-store.js";
 import { JobJournal, journalDirectory } from "../../storage/job-journal.js";
 import { verifierCrypto } from "../../verifier/crypto/provider.js";
@@ -269,10 +270,11 @@ export const queuesPlugin = fastifyPlugin<OutagesOptions>(
  * when embedded, where jobs run in-process. BullMQ is loaded only by the mode that uses it.
  */
 async function openQueueStats(config: ServiceConfig, log: FastifyBaseLogger) {
-  if (config.redisUrl === null) return null;
+  const redis = redisTargetOf(config);
+  if (redis === null) return null;
   const { BullMqQueueStats } = await import("../../../queues/queue-stats.js");
   return new BullMqQueueStats({
-    redisUrl: config.redisUrl,
+    redis,
     prefix: config.redisPrefix,
     names: [ANCHORS_QUEUE, SETTLEMENTS_QUEUE],
     onError: (error) => log.debug(`metrics queue connection error: ${error.name}`),

@@ -391,7 +391,7 @@ idempotencySuite(
     const entries = keys.filter((key) => key.startsWith(`${prefix}idempotency:`));
     if (keptAnswers) assert.ok(entries.length > 0);
     for (const entry of entries) {
-      assert.match(entry.slice(prefix.length), /^idempotency:[0-9a-f]{64}$/);
+      assert.match(entry.slice(prefix.length), /^idempotency:\{[0-9a-f]{64}\}$/);
       const ttl = await connection.client.pttl(entry);
       assert.ok(ttl > 86_000_000 && ttl <= 86_400_000, `ttl ${ttl}`);
     }

@@ -93,13 +93,13 @@ describe("distributed evaluation keys", () => {
     try {
       const keys = await keysUnder(connection.client, prefix);
       const names = keys.map((key) => key.slice(prefix.length));
-      assert.ok(names.some((name) => /^evaluation:challenge:[A-Za-z0-9_-]{22}$/.test(name)));
-      const addressCounters = names.filter((name) => name.startsWith("cap:evaluation-address:"));
+      assert.ok(names.some((name) => /^evaluation:challenge:\{[A-Za-z0-9_-]{22}\}$/.test(name)));
+      const addressCounters = names.filter((name) => name.startsWith("cap:{evaluation-address:"));
       assert.ok(addressCounters.length >= 3);
       for (const name of addressCounters) {
-        assert.match(name, /^cap:evaluation-address:[0-9a-f]{32}:\d+$/);
+        assert.match(name, /^cap:\{evaluation-address:[0-9a-f]{32}:\d+\}$/);
       }
-      assert.ok(names.includes(`cap:evaluation-issuance:${Math.floor(T0 / 86_400_000)}`));
+      assert.ok(names.includes(`cap:{evaluation-issuance:${Math.floor(T0 / 86_400_000)}}`));
       for (const name of names) assert.equal(/192\.0\.2|203\.0\.113|198\.51/.test(name), false);
     } finally {
       await connection.close();
