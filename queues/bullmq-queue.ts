@@ -18,7 +18,7 @@
  * executed when Redis resumes, and then run on a worker: that submission answers `pending`
  * (the routes' 202 with a status URL), never 503, and the quota it was charged stays charged.
  */
-import { Job, Queue, QueueEvents } from "bullmq";
+import { Job, Queue, QueueEvents, type Telemetry } from "bullmq";
 import { Redis, ReplyError } from "ioredis";
 import { isUnansweredCommand } from "../src/redis/breaker.js";
 import { CLOSE_GRACE_MS, settleWithin } from "../src/redis/connection.js";
@@ -61,6 +61,11 @@ export interface BullMqQueueOptions extends JobQueueOptions {
    * before each add. Without it the queue has no bound of its own.
    */
   budget?: QueueBudgetLimits;
+  /**
+   * bullmq-otel, when tracing is on (src/service/tracing.ts): each add is a span, and the job
+   * carries the submitting request's trace context to the worker that runs it.
+   */
+  telemetry?: Telemetry;
 }
 
 export const DEFAULT_ATTEMPTS = 5;
@@ -116,7 +121,11 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     });
     // QueueEvents blocks on XREAD: its own connection, which may wait as long as it needs.
     this.#eventsClient = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
-    this.#queue = new Queue(name, { connection: this.#client, prefix: options.prefix });
+    this.#queue = new Queue(name, {
+      connection: this.#client,
+      prefix: options.prefix,
+      ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
+    });
     this.#budget =
       options.budget === undefined
         ? undefined

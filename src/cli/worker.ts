@@ -19,6 +19,7 @@ import {
 import { environmentHelp } from "../service/config-reference.js";
 import { ed25519Summary } from "../service/ed25519-summary.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "../service/service-key.js";
+import { startTracing, stopTracing } from "../service/tracing.js";
 import { openDocumentStore } from "../storage/open.js";
 import { type CliIo, processIo } from "./entry.js";
 import { jsonLog } from "./json-log.js";
@@ -89,6 +90,8 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     return 2;
   }
   const log = jsonLog(config.logLevel, io.stdout);
+  // Before the workers and the store are opened: they ask whether tracing is on.
+  const tracing = await startTracing(config.tracing, "worker");
   await loadOrCreateServiceKey(config.dataDir);
   const identity = ServiceIdentity.open(config.dataDir);
   const metrics = await startWorkerMetrics({
@@ -110,6 +113,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     signer: () => identity.signer(),
     log,
     onFailed: metrics.onFailed,
+    ...(tracing === null ? {} : { telemetry: tracing.bullmqTelemetry }),
   });
   await Promise.all(workers.map((worker) => worker.ready()));
   // The one startup line: what an operator checks first (the URL itself is never logged).
@@ -124,6 +128,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       concurrency: settings.concurrency,
       // What is really served: the scrape URL (host and port only), or off (issue 34, finding 7).
       metrics: metrics.url ?? "off",
+      tracing: tracing === null ? "off" : "on",
       ed25519: ed25519Summary(),
     },
     "worker ready",
@@ -133,6 +138,8 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   await stop(workers, settings.shutdownMs);
   await metrics.close();
   await openedStore.close();
+  // Last: the spans of the jobs that just finished are exported before the process ends.
+  await stopTracing().catch(() => {});
   log.info({}, "worker stopped");
   return 0;
 }

@@ -11,6 +11,7 @@
  */
 import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
+import { activeTracing, type SpanAttributes } from "../service/tracing.js";
 import type { RedisBreaker } from "./breaker.js";
 import { type RedisLog, RedisOutages } from "./outages.js";
 
@@ -91,6 +92,9 @@ function reconnectDelay(attempt: number): number {
   return Math.min(100 * attempt, 2000);
 }
 
+/** What a Redis client span says: the system only, never a key (keys hold digests and ids). */
+const REDIS_SPAN_ATTRIBUTES: SpanAttributes = { "db.system.name": "redis" };
+
 export function openRedis(options: RedisConnectionOptions): RedisConnection {
   const outages = options.outages ?? new RedisOutages(options.log ?? silent);
   const client = new Redis(options.url, {
@@ -114,7 +118,15 @@ export function openRedis(options: RedisConnectionOptions): RedisConnection {
     client,
     prefix: normalisePrefix(options.prefix),
     breaker,
-    run: (command) => breaker.run(() => command(client)),
+    // Every store's command passes here: the one place Redis client spans are made (issue 36).
+    // Off, one comparison; a command refused by the open breaker is a span too, marked failed.
+    run: (command) => {
+      const tracing = activeTracing();
+      if (tracing === null) return breaker.run(() => command(client));
+      return tracing.inSpan("redis", "client", REDIS_SPAN_ATTRIBUTES, () =>
+        breaker.run(() => command(client)),
+      );
+    },
     waitReady(timeoutMs = 5000) {
       if (client.status === "ready") return Promise.resolve();
       return new Promise<void>((resolve, reject) => {

@@ -14,6 +14,7 @@ import { bufferedStdout, loggingOptions } from "./plugins/logging.js";
 import { platform } from "./plugins/platform.js";
 import { generateRequestId } from "./plugins/request-id.js";
 import { OpenedResources } from "./plugins/resources.js";
+import { activeTracing } from "./tracing.js";
 import { bundleVerificationsPlugin } from "./verification/bundle-verifications.js";
 
 /** Longer than any request line Node accepts (16 KiB of headers, request line included). */
@@ -55,6 +56,10 @@ export async function buildApp(
 
   const opened = new OpenedResources();
   const clock = options.clock ?? Date.now;
+  // Before everything else, so that @fastify/otel wraps every route and its request span is
+  // the first thing a request opens. Only when tracing is on: off, the app has no trace hook.
+  const tracing = activeTracing();
+  if (tracing !== null) await app.register(tracing.fastifyPlugin);
   try {
     await app.register(platform, { config, clock, connections, opened, log: stdoutLog });
   } catch (error) {

@@ -40,6 +40,7 @@ import { FsDocumentStore } from "../storage/fs-document-store.js";
 import { openDocumentStore } from "../storage/open.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
 import type { ServiceConfig } from "./config.js";
+import { activeTracing } from "./tracing.js";
 
 export type DependencyHealth = "up" | "down";
 
@@ -209,7 +210,14 @@ export async function openQueues(
     );
   }
   const { BullMqQueue } = await import("../../queues/bullmq-queue.js");
-  const connection = { redisUrl, prefix: config.redisPrefix, outages, budget: config.queueBudget };
+  const telemetry = activeTracing()?.bullmqTelemetry;
+  const connection = {
+    redisUrl,
+    prefix: config.redisPrefix,
+    outages,
+    budget: config.queueBudget,
+    ...(telemetry === undefined ? {} : { telemetry }),
+  };
   return queuesOf(
     new BullMqQueue(ANCHORS_QUEUE, { ...connection, ...ANCHORS_QUEUE_OPTIONS }),
     new BullMqQueue(SETTLEMENTS_QUEUE, { ...connection, ...SETTLEMENTS_QUEUE_OPTIONS }),

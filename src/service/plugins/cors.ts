@@ -18,6 +18,7 @@ import { PAYMENT_HEADERS } from "../../payments/codec.js";
 import { PASS_TOKEN_HEADER } from "../../payments/pass-token.js";
 import type { CorsConfig } from "../config.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
+import { TRACE_RESPONSE_HEADER } from "../tracing.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
 declare module "fastify" {
@@ -55,6 +56,8 @@ export const CORS_EXPOSED_HEADERS = [
   PAYMENT_HEADERS.xPaymentResponse,
   PASS_TOKEN_HEADER,
   REQUEST_ID_HEADER,
+  // Only sent when tracing is on (issue 36): the W3C Trace Context Level 2 response header.
+  TRACE_RESPONSE_HEADER,
   "etag",
   "location",
   "www-authenticate",
