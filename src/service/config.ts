@@ -949,12 +949,13 @@ export function tracingFrom(env: Env): TracingConfig | null {
   const base = urlFrom(env, "OTEL_EXPORTER_OTLP_ENDPOINT");
   const tracesUrl = specific ?? (base === null ? null : `${base.replace(/\/+$/, "")}/v1/traces`);
   if (tracesUrl === null) return null;
+  const specificProtocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || null;
   const protocolVariable =
-    env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL !== undefined &&
-    env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL !== ""
-      ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
-      : "OTEL_EXPORTER_OTLP_PROTOCOL";
-  const protocolText = env[protocolVariable]?.trim() || DEFAULT_TRACE_PROTOCOL;
+    specificProtocol === null
+      ? "OTEL_EXPORTER_OTLP_PROTOCOL"
+      : "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
+  const protocolText =
+    specificProtocol ?? (env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || DEFAULT_TRACE_PROTOCOL);
   const protocol = TRACE_PROTOCOLS.find((candidate) => candidate === protocolText);
   if (protocol === undefined) {
     throw new ConfigError(
