@@ -62,7 +62,7 @@ export interface BullMqQueueOptions extends JobQueueOptions {
    */
   budget?: QueueBudgetLimits;
   /**
-   * bullmq-otel, when tracing is on (src/service/tracing.ts): each add is a span, and the job
+   * bullmq-otel, when tracing is on (src/tracing/tracing.ts): each add is a span, and the job
    * carries the submitting request's trace context to the worker that runs it.
    */
   telemetry?: Telemetry;

@@ -50,7 +50,7 @@ export interface BullMqWorkerOptions {
    */
   reconcileIntervalMs?: number;
   /**
-   * bullmq-otel, when tracing is on (src/service/tracing.ts): each job runs in a span that
+   * bullmq-otel, when tracing is on (src/tracing/tracing.ts): each job runs in a span that
    * continues the trace of the request that submitted it.
    */
   telemetry?: Telemetry;

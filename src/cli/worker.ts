@@ -19,8 +19,8 @@ import {
 import { environmentHelp } from "../service/config-reference.js";
 import { ed25519Summary } from "../service/ed25519-summary.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "../service/service-key.js";
-import { startTracing, stopTracing } from "../service/tracing.js";
 import { openDocumentStore } from "../storage/open.js";
+import { startTracing, stopTracing } from "../tracing/tracing.js";
 import { type CliIo, processIo } from "./entry.js";
 import { jsonLog } from "./json-log.js";
 import { parseCommand } from "./parse-command.js";

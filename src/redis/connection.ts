@@ -11,7 +11,7 @@
  */
 import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
-import { activeTracing, type SpanAttributes } from "../service/tracing.js";
+import { activeTracing, type SpanAttributes } from "../tracing/tracing.js";
 import type { RedisBreaker } from "./breaker.js";
 import { type RedisLog, RedisOutages } from "./outages.js";
 

@@ -4,6 +4,7 @@
  * `buildApp` composes: Fastify, the platform (plugins/platform.ts), then the endpoints.
  */
 import Fastify, { type FastifyInstance } from "fastify";
+import { activeTracing } from "../tracing/tracing.js";
 import type { ServiceConfig } from "./config.js";
 import { endpoints } from "./endpoints/index.js";
 import { openApiCollector } from "./endpoints/meta/openapi.js";
@@ -14,7 +15,6 @@ import { bufferedStdout, loggingOptions } from "./plugins/logging.js";
 import { platform } from "./plugins/platform.js";
 import { generateRequestId } from "./plugins/request-id.js";
 import { OpenedResources } from "./plugins/resources.js";
-import { activeTracing } from "./tracing.js";
 import { bundleVerificationsPlugin } from "./verification/bundle-verifications.js";
 
 /** Longer than any request line Node accepts (16 KiB of headers, request line included). */

@@ -38,9 +38,9 @@ import type { RedisOutages } from "../redis/outages.js";
 import type { DocumentStore } from "../storage/document-store.js";
 import { FsDocumentStore } from "../storage/fs-document-store.js";
 import { openDocumentStore } from "../storage/open.js";
+import { activeTracing } from "../tracing/tracing.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
 import type { ServiceConfig } from "./config.js";
-import { activeTracing } from "./tracing.js";
 
 export type DependencyHealth = "up" | "down";
 

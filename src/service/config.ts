@@ -11,6 +11,7 @@ import type { Env } from "../io/env.js";
 import type { MetricsListenerConfig } from "../metrics/server.js";
 import { PaymentConfigError } from "../payments/errors.js";
 import { type PaymentSettings, paymentSettings } from "../payments/requirements.js";
+import { TRACE_PROTOCOLS, type TraceProtocol, type TracingConfig } from "../tracing/tracing.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -916,21 +917,6 @@ export function metricsListenerFrom(env: Env, portVariable: string): MetricsList
 }
 
 // ---- Traces (issue 36) ------------------------------------------------------------------
-
-export const TRACE_PROTOCOLS = ["http/protobuf", "http/json"] as const;
-export type TraceProtocol = (typeof TRACE_PROTOCOLS)[number];
-
-/** The standard OpenTelemetry variables receiptd honours, read here like every other setting. */
-export interface TracingConfig {
-  /** Where spans are POSTed: the traces endpoint itself, `/v1/traces` included. */
-  tracesUrl: string;
-  /** `OTEL_EXPORTER_OTLP_PROTOCOL` (or `…_TRACES_PROTOCOL`); gRPC is not offered. */
-  protocol: TraceProtocol;
-  /** `OTEL_SERVICE_NAME` (default `receiptd`): web processes and workers share it. */
-  serviceName: string;
-  /** `OTEL_RESOURCE_ATTRIBUTES` (`key=value,…`, percent-encoded values), on every span. */
-  resourceAttributes: Record<string, string>;
-}
 
 export const DEFAULT_TRACE_PROTOCOL: TraceProtocol = "http/protobuf";
 export const DEFAULT_TRACE_SERVICE_NAME = "receiptd";

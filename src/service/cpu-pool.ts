@@ -24,6 +24,7 @@ import { setFlagsFromString } from "node:v8";
 import type { ResourceLimits } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { CpuPoolStats } from "../metrics/metrics.js";
+import { activeTracing, type SpanHandle } from "../tracing/tracing.js";
 import { CodedError, codedErrorClass } from "../verifier/coded-error.js";
 import { DEFAULT_TASK_DEADLINE_MS } from "./config.js";
 import {
@@ -34,7 +35,6 @@ import {
 } from "./fair-queue.js";
 import { RUNNING_FROM_SOURCE, type TaskDefinition } from "./tasks/define-task.js";
 import type { TaskBatch, TaskBatchResults } from "./tasks/task-batch.js";
-import { activeTracing, type SpanHandle } from "./tracing.js";
 
 /**
  * V8 lets each isolate's young generation grow to tens of MB. With a thread per core that

@@ -18,8 +18,6 @@ export const PLATFORM = {
   /** Registered by `buildApp` with the verify endpoint's task (verification/). */
   bundleVerifications: "receiptd-bundle-verifications",
   // What every request goes through (hooks, parsers, handlers), in registration order.
-  /** Traces (issue 36): registered first, and only when tracing is on (service/tracing.ts). */
-  tracing: "receiptd-tracing",
   requestId: "receiptd-request-id",
   abortLogging: "receiptd-abort-logging",
   requestMetrics: "receiptd-request-metrics",

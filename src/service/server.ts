@@ -5,11 +5,11 @@
 import { hostname } from "node:os";
 import type { FastifyInstance } from "fastify";
 import { startMetricsServer } from "../metrics/server.js";
+import { startTracing, stopTracing } from "../tracing/tracing.js";
 import { buildApp } from "./app.js";
 import { openFileLimit, type ServiceConfig } from "./config.js";
 import { ed25519Summary } from "./ed25519-summary.js";
 import { removeServerFile, writeServerFile } from "./server-file.js";
-import { startTracing, stopTracing } from "./tracing.js";
 
 const SHUTDOWN_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 

@@ -12,7 +12,7 @@
  * document.
  */
 import pg from "pg";
-import { activeTracing } from "../service/tracing.js";
+import { activeTracing } from "../tracing/tracing.js";
 import {
   type CollectionName,
   type CreateResult,

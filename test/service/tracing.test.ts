@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ConfigError, loadConfig, tracingFrom } from "../../src/service/config.js";
-import { activeTracing, startTracing, stopTracing } from "../../src/service/tracing.js";
+import { activeTracing, startTracing, stopTracing } from "../../src/tracing/tracing.js";
 
 /** Every module URL resolved after `register`, one per line, written by the hook thread. */
 const RECORDER = `
@@ -26,7 +26,7 @@ export async function resolve(specifier, context, next) {
 }`;
 
 /** What tracing would load: none of it may be resolved while tracing is off. */
-const TRACING_MODULES = /@opentelemetry\/|@fastify\/otel|bullmq-otel|\/tracing-sdk\.[jt]s/;
+const TRACING_MODULES = /@opentelemetry\/|@fastify\/otel|bullmq-otel|\/tracing\/sdk\.[jt]s/;
 
 describe("tracing off (the default)", () => {
   let dir: string;
@@ -90,7 +90,7 @@ describe("tracing off (the default)", () => {
       assert.notEqual(tracing, null);
       assert.equal(activeTracing(), tracing);
       const loaded = (await resolved()).filter((url) => TRACING_MODULES.test(url));
-      assert.ok(loaded.some((url) => /tracing-sdk\.[jt]s$/.test(url)));
+      assert.ok(loaded.some((url) => /tracing\/sdk\.[jt]s$/.test(url)));
       assert.ok(loaded.some((url) => url.includes("@opentelemetry/sdk-trace-node")));
     } finally {
       await stopTracing();

@@ -16,9 +16,9 @@ import type { FastifyInstance } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import { PAYMENT_HEADERS } from "../../payments/codec.js";
 import { PASS_TOKEN_HEADER } from "../../payments/pass-token.js";
+import { TRACE_RESPONSE_HEADER } from "../../tracing/tracing.js";
 import type { CorsConfig } from "../config.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
-import { TRACE_RESPONSE_HEADER } from "../tracing.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
 declare module "fastify" {

@@ -6,16 +6,36 @@
  * registers no hook and does no per-request work. The instrumented places (the Redis
  * connection's `run`, the PostgreSQL query path, the CPU pool, the BullMQ queues and workers,
  * the Fastify app) ask `activeTracing()` and carry on untouched when it is null: one
- * comparison. `startTracing` loads the SDK (tracing-sdk.ts) with a dynamic import only when the
+ * comparison. `startTracing` loads the SDK (sdk.ts) with a dynamic import only when the
  * configuration turns tracing on.
  *
  * Spans carry no request content, the same rule as the logs: key ids, routes, statuses, sizes
- * and timings. tracing-sdk.ts also scrubs what the libraries would add on their own (query
+ * and timings. sdk.ts also scrubs what the libraries would add on their own (query
  * strings, BullMQ job results and options) before a span leaves the process.
+ *
+ * It lives beside, not inside, src/service/: the Redis and PostgreSQL clients are libraries
+ * below the service, and they need this door too.
  */
 import type { Telemetry } from "bullmq";
 import type { FastifyPluginAsync } from "fastify";
-import type { TracingConfig } from "./config.js";
+
+export const TRACE_PROTOCOLS = ["http/protobuf", "http/json"] as const;
+export type TraceProtocol = (typeof TRACE_PROTOCOLS)[number];
+
+/** The standard OpenTelemetry variables receiptd honours, read in src/service/config.ts like every other setting. */
+export interface TracingConfig {
+  /** Where spans are POSTed: the traces endpoint itself, `/v1/traces` included. */
+  tracesUrl: string;
+  /** `OTEL_EXPORTER_OTLP_PROTOCOL` (or `…_TRACES_PROTOCOL`); gRPC is not offered. */
+  protocol: TraceProtocol;
+  /** `OTEL_SERVICE_NAME` (default `receiptd`): web processes and workers share it. */
+  serviceName: string;
+  /** `OTEL_RESOURCE_ATTRIBUTES` (`key=value,…`, percent-encoded values), on every span. */
+  resourceAttributes: Record<string, string>;
+}
+
+/** The name of the Fastify plugin tracing registers (fastify-plugin `name`). */
+export const TRACING_PLUGIN = "receiptd-tracing";
 
 /** Attribute values a span may carry: never request content. */
 export type SpanAttributes = Record<string, string | number | boolean>;
@@ -74,7 +94,7 @@ export function startTracing(
   process: TracedProcess,
 ): Promise<ActiveTracing | null> {
   if (config === null) return Promise.resolve(active);
-  starting ??= import("./tracing-sdk.js").then(({ openTracing }) => {
+  starting ??= import("./sdk.js").then(({ openTracing }) => {
     active = openTracing(config, process);
     return active;
   });

@@ -34,15 +34,15 @@ import {
 import { BullMQOtel } from "bullmq-otel";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
-import type { TracingConfig } from "./config.js";
-import { FASTIFY_VERSION, PLATFORM } from "./platform-names.js";
 import {
   type ActiveTracing,
   type SpanAttributes,
   type SpanHandle,
   type SpanKindName,
   TRACE_RESPONSE_HEADER,
+  TRACING_PLUGIN,
   type TracedProcess,
+  type TracingConfig,
 } from "./tracing.js";
 
 const KINDS: Record<SpanKindName, SpanKind> = {
@@ -192,7 +192,7 @@ export function openTracing(config: TracingConfig, process: TracedProcess): Acti
         done();
       });
     },
-    { name: PLATFORM.tracing, fastify: FASTIFY_VERSION },
+    { name: TRACING_PLUGIN },
   );
 
   return {
