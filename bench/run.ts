@@ -47,6 +47,7 @@ import {
   startServiceProcess,
 } from "./service-process.js";
 import { CpuMeter } from "./thread-cpu.js";
+import { type DiscardingReceiver, startDiscardingReceiver, tracingRatioLines } from "./tracing.js";
 import type {
   BenchRun,
   CeilingMeasurement,
@@ -81,6 +82,9 @@ Starts receiptd and measures it over HTTP; writes bench/results/latest.{json,svg
   --previous FILE          a recorded run to give ratios to (default, except with
                            --quick: the newest docs/benchmarks/*.json)
   --no-previous            no ratios to a previous run
+  --tracing                also start a second receiptd with tracing on (OTLP/HTTP to a local
+                           receiver that discards), run each scenario against both, one
+                           after the other, and print tracing on/off as ratios
   --profile DIR            run the service under --cpu-prof: one .cpuprofile per thread
                            (main thread and each worker) in DIR when it stops
   -h, --help
@@ -119,6 +123,7 @@ function parseOptions() {
       previous: { type: "string" },
       "no-previous": { type: "boolean", default: false },
       profile: { type: "string" },
+      tracing: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -263,8 +268,11 @@ async function runBench(): Promise<number> {
   await sampleMinimalVerifier();
 
   let local: ServiceProcess | undefined;
+  let traced: ServiceProcess | undefined;
+  let receiver: DiscardingReceiver | undefined;
   let floor: RunningFloor | undefined;
   const localLabel = `receiptd (${mode})`;
+  const tracedLabel = `receiptd (${mode}, traced)`;
   const deployments: Measured[] = [];
   try {
     if (!args["no-local"]) {
@@ -285,6 +293,28 @@ async function runBench(): Promise<number> {
           mode,
         },
         pids: local.pids,
+      });
+    }
+    if (!args["no-local"] && args.tracing) {
+      receiver = await startDiscardingReceiver();
+      console.log(`starting receiptd (${mode}) with tracing on, exporting to ${receiver.url} …`);
+      traced = await startServiceProcess({
+        distributed: args.distributed,
+        env: {
+          ...(threads === undefined ? {} : { CPU_THREADS: String(threads) }),
+          OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+          OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+        },
+      });
+      deployments.push({
+        deployment: {
+          label: tracedLabel,
+          origin: traced.origin,
+          apiKey: traced.apiKey,
+          internalToken: traced.internalToken,
+          mode,
+        },
+        pids: traced.pids,
       });
     }
     if (!args["no-local"] && !args["no-floor"] && scenarios.some((s) => s.floor === true)) {
@@ -368,6 +398,10 @@ async function runBench(): Promise<number> {
     const outDir = args.out ?? fileURLToPath(new URL(resultsDirectory(), import.meta.url));
     const written = writeReport(run, outDir);
     console.log(`\n${renderTable(run)}`);
+    if (receiver !== undefined) {
+      console.log(`\n${tracingRatioLines(results, localLabel, tracedLabel).join("\n")}`);
+      console.log(`(the traced service sent ${receiver.exports()} OTLP export requests)`);
+    }
     console.log(
       `\nwritten: ${written.json}\n         ${written.svg}\n         ${written.markdown}`,
     );
@@ -377,7 +411,9 @@ async function runBench(): Promise<number> {
       (result) =>
         result.errors > 0 ||
         (result.skipped !== undefined &&
-          (result.target === localLabel || result.target === CLI_TARGET)),
+          (result.target === localLabel ||
+            result.target === tracedLabel ||
+            result.target === CLI_TARGET)),
     );
     for (const result of broken) {
       console.error(
@@ -386,7 +422,8 @@ async function runBench(): Promise<number> {
     }
     return broken.length > 0 ? 1 : 0;
   } finally {
-    await Promise.all([local?.stop(), floor?.stop()]);
+    await Promise.all([local?.stop(), traced?.stop(), floor?.stop()]);
+    await receiver?.close();
   }
 }
 

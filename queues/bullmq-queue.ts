@@ -18,7 +18,7 @@
  * executed when Redis resumes, and then run on a worker: that submission answers `pending`
  * (the routes' 202 with a status URL), never 503, and the quota it was charged stays charged.
  */
-import { Job, Queue, QueueEvents } from "bullmq";
+import { Job, Queue, QueueEvents, type Telemetry } from "bullmq";
 import { ReplyError } from "ioredis";
 import { isUnansweredCommand } from "../src/redis/breaker.js";
 import { createRedisClient, type RedisClient } from "../src/redis/client.js";
@@ -67,6 +67,11 @@ export interface BullMqQueueOptions extends JobQueueOptions {
    * before each add. Without it the queue has no bound of its own.
    */
   budget?: QueueBudgetLimits;
+  /**
+   * bullmq-otel, when tracing is on (src/tracing/tracing.ts): each add is a span, and the job
+   * carries the submitting request's trace context to the worker that runs it.
+   */
+  telemetry?: Telemetry;
 }
 
 export const DEFAULT_ATTEMPTS = 5;
@@ -125,7 +130,11 @@ export class BullMqQueue<Payload extends JsonData, Result extends JsonData>
     });
     // QueueEvents blocks on XREAD: its own connection, which may wait as long as it needs.
     this.#eventsClient = createRedisClient(options.redis, { maxRetriesPerRequest: null });
-    this.#queue = new Queue(name, { connection: this.#client, prefix: this.#prefix });
+    this.#queue = new Queue(name, {
+      connection: this.#client,
+      prefix: this.#prefix,
+      ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
+    });
     this.#budget =
       options.budget === undefined
         ? undefined

@@ -4,7 +4,7 @@
  * mid-job has its job taken over once its lock expires), so processors are idempotent and the
  * document store's `create` keeps every business key to one document.
  */
-import { type Job, UnrecoverableError, Worker } from "bullmq";
+import { type Job, type Telemetry, UnrecoverableError, Worker } from "bullmq";
 import { createRedisClient, type RedisClient } from "../src/redis/client.js";
 import { bullmqPrefix } from "../src/redis/keys.js";
 import { RedisOutages } from "../src/redis/outages.js";
@@ -52,6 +52,11 @@ export interface BullMqWorkerOptions {
    * also once at start. Default: a minute.
    */
   reconcileIntervalMs?: number;
+  /**
+   * bullmq-otel, when tracing is on (src/tracing/tracing.ts): each job runs in a span that
+   * continues the trace of the request that submitted it.
+   */
+  telemetry?: Telemetry;
 }
 
 export const DEFAULT_RECONCILE_INTERVAL_MS = 60_000;
@@ -128,6 +133,7 @@ export class BullMqWorker<Payload extends JsonData, Result extends JsonData>
         concurrency: options.concurrency ?? DEFAULT_WORKER_CONCURRENCY,
         lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
         stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
+        ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
       },
     );
     // BullMQ's own blocking connection reports here too: connection errors are the outage's.

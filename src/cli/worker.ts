@@ -21,6 +21,7 @@ import { environmentHelp } from "../service/config-reference.js";
 import { ed25519Summary } from "../service/ed25519-summary.js";
 import { loadOrCreateServiceKey, ServiceIdentity } from "../service/service-key.js";
 import { openDocumentStore } from "../storage/open.js";
+import { startTracing, stopTracing } from "../tracing/tracing.js";
 import { type CliIo, processIo } from "./entry.js";
 import { jsonLog } from "./json-log.js";
 import { parseCommand } from "./parse-command.js";
@@ -93,6 +94,8 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     return 2;
   }
   const log = jsonLog(config.logLevel, io.stdout);
+  // Before the workers and the store are opened: they ask whether tracing is on.
+  const tracing = await startTracing(config.tracing, "worker");
   await loadOrCreateServiceKey(config.dataDir);
   const identity = ServiceIdentity.open(config.dataDir);
   const metrics = await startWorkerMetrics({
@@ -116,6 +119,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     signer: () => identity.signer(),
     log,
     onFailed: metrics.onFailed,
+    ...(tracing === null ? {} : { telemetry: tracing.bullmqTelemetry }),
   });
   await Promise.all(workers.map((worker) => worker.ready()));
   // The one startup line: what an operator checks first (the URL itself is never logged).
@@ -130,6 +134,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       concurrency: settings.concurrency,
       // What is really served: the scrape URL (host and port only), or off (issue 34, finding 7).
       metrics: metrics.url ?? "off",
+      tracing: tracing === null ? "off" : "on",
       ed25519: ed25519Summary(),
     },
     "worker ready",
@@ -139,6 +144,8 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   await stop(workers, settings.shutdownMs);
   await metrics.close();
   await openedStore.close();
+  // Last: the spans of the jobs that just finished are exported before the process ends.
+  await stopTracing().catch(() => {});
   log.info({}, "worker stopped");
   return 0;
 }

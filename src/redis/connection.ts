@@ -10,6 +10,7 @@
  * stores work again as soon as Redis is back.
  */
 import { createHash } from "node:crypto";
+import { activeTracing, type SpanAttributes } from "../tracing/tracing.js";
 import type { RedisBreaker } from "./breaker.js";
 import { createRedisClient, masters, mastersConnected, type RedisClient } from "./client.js";
 import { normalisePrefix } from "./keys.js";
@@ -96,6 +97,9 @@ function reconnectDelay(attempt: number): number {
   return Math.min(100 * attempt, 2000);
 }
 
+/** What a Redis client span says: the system only, never a key (keys hold digests and ids). */
+const REDIS_SPAN_ATTRIBUTES: SpanAttributes = { "db.system.name": "redis" };
+
 export function openRedis(options: RedisConnectionOptions): RedisConnection {
   const outages = options.outages ?? new RedisOutages(options.log ?? silent);
   const client = createRedisClient(options.url, {
@@ -136,7 +140,15 @@ export function openRedis(options: RedisConnectionOptions): RedisConnection {
     client,
     prefix: normalisePrefix(options.prefix),
     breaker,
-    run: (command) => breaker.run(() => command(client)),
+    // Every store's command passes here: the one place Redis client spans are made (issue 36).
+    // Off, one comparison; a command refused by the open breaker is a span too, marked failed.
+    run: (command) => {
+      const tracing = activeTracing();
+      if (tracing === null) return breaker.run(() => command(client));
+      return tracing.inSpan("redis", "client", REDIS_SPAN_ATTRIBUTES, () =>
+        breaker.run(() => command(client)),
+      );
+    },
     async waitReady(timeoutMs = 5000) {
       if (client.status !== "ready") await untilReady(timeoutMs);
       await mastersConnected(client);

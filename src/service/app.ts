@@ -4,6 +4,7 @@
  * `buildApp` composes: Fastify, the platform (plugins/platform.ts), then the endpoints.
  */
 import Fastify, { type FastifyInstance } from "fastify";
+import { activeTracing } from "../tracing/tracing.js";
 import type { ServiceConfig } from "./config.js";
 import { endpoints } from "./endpoints/index.js";
 import { openApiCollector } from "./endpoints/meta/openapi.js";
@@ -55,6 +56,10 @@ export async function buildApp(
 
   const opened = new OpenedResources();
   const clock = options.clock ?? Date.now;
+  // Before everything else, so that @fastify/otel wraps every route and its request span is
+  // the first thing a request opens. Only when tracing is on: off, the app has no trace hook.
+  const tracing = activeTracing();
+  if (tracing !== null) await app.register(tracing.fastifyPlugin);
   try {
     await app.register(platform, { config, clock, connections, opened, log: stdoutLog });
   } catch (error) {

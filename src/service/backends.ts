@@ -47,6 +47,7 @@ import { FsDocumentStore } from "../storage/fs-document-store.js";
 import { GroupCommitStore } from "../storage/group-commit-store.js";
 import { journalDirectory } from "../storage/job-journal.js";
 import { openDocumentStore } from "../storage/open.js";
+import { activeTracing } from "../tracing/tracing.js";
 import type { Ed25519Signer } from "../verifier/crypto/ed25519.js";
 import type { ServiceConfig } from "./config.js";
 
@@ -274,7 +275,14 @@ export async function openQueues(
     );
   }
   const { BullMqQueue } = await import("../../queues/bullmq-queue.js");
-  const connection = { redis, prefix: config.redisPrefix, outages, budget: config.queueBudget };
+  const telemetry = activeTracing()?.bullmqTelemetry;
+  const connection = {
+    redis,
+    prefix: config.redisPrefix,
+    outages,
+    budget: config.queueBudget,
+    ...(telemetry === undefined ? {} : { telemetry }),
+  };
   return queuesOf(
     new BullMqQueue(ANCHORS_QUEUE, { ...connection, ...ANCHORS_QUEUE_OPTIONS }),
     new BullMqQueue(SETTLEMENTS_QUEUE, { ...connection, ...SETTLEMENTS_QUEUE_OPTIONS }),

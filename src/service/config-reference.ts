@@ -19,6 +19,8 @@ import {
   DEFAULT_SHUTDOWN_DRAIN_MS,
   DEFAULT_STORE_MIN_FREE_BYTES,
   DEFAULT_TASK_DEADLINE_MS,
+  DEFAULT_TRACE_PROTOCOL,
+  DEFAULT_TRACE_SERVICE_NAME,
   DEFAULT_WORKER_SETTINGS,
 } from "./config.js";
 
@@ -36,6 +38,7 @@ export type ConfigGroup =
   | "Verification threads"
   | "Worker"
   | "Metrics"
+  | "Traces"
   | "Development";
 
 export interface ConfigVariable {
@@ -740,6 +743,68 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     processes: ["serve", "worker"],
   },
   {
+    name: "OTEL_EXPORTER_OTLP_ENDPOINT",
+    group: "Traces",
+    default: "(unset: no traces, nothing of OpenTelemetry loaded)",
+    meaning:
+      'Base URL of an OTLP/HTTP collector: spans are POSTed to `<url>/v1/traces`. Setting it turns tracing on (docs/operations.md "Traces").',
+    processes: ["serve", "worker"],
+    example: "http://127.0.0.1:4318",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    group: "Traces",
+    default: "(unset: from OTEL_EXPORTER_OTLP_ENDPOINT)",
+    meaning: "The traces URL itself, used as is; turns tracing on too, and wins over the base.",
+    processes: ["serve", "worker"],
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_PROTOCOL",
+    group: "Traces",
+    default: DEFAULT_TRACE_PROTOCOL,
+    meaning:
+      "`http/protobuf` or `http/json` (no gRPC); `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` wins when set.",
+    processes: ["serve", "worker"],
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    group: "Traces",
+    default: "(unset: OTEL_EXPORTER_OTLP_PROTOCOL)",
+    meaning: "The protocol for traces only.",
+    processes: ["serve", "worker"],
+  },
+  {
+    name: "OTEL_SERVICE_NAME",
+    group: "Traces",
+    default: DEFAULT_TRACE_SERVICE_NAME,
+    meaning:
+      "`service.name` of every span; web and worker processes share it and differ by `service.instance.id`, `process.pid` and `receiptd.process`.",
+    processes: ["serve", "worker"],
+  },
+  {
+    name: "OTEL_RESOURCE_ATTRIBUTES",
+    group: "Traces",
+    default: NONE,
+    meaning: "More resource attributes, `key=value,…` (values percent-encoded), on every span.",
+    processes: ["serve", "worker"],
+    example: "deployment.environment.name=production",
+  },
+  {
+    name: "OTEL_SDK_DISABLED",
+    group: "Traces",
+    default: "false",
+    meaning:
+      "`true` keeps tracing off whatever the endpoint (so does `OTEL_TRACES_EXPORTER=none`).",
+    processes: ["serve", "worker"],
+  },
+  {
+    name: "OTEL_TRACES_EXPORTER",
+    group: "Traces",
+    default: "otlp",
+    meaning: "`none` keeps tracing off; anything else exports over OTLP/HTTP.",
+    processes: ["serve", "worker"],
+  },
+  {
     name: "FACILITATOR_PEER_PORT",
     group: "Development",
     default: "4021",
@@ -759,6 +824,7 @@ const GROUPS: readonly ConfigGroup[] = [
   "Verification threads",
   "Worker",
   "Metrics",
+  "Traces",
   "Development",
 ];
 

@@ -12,6 +12,7 @@ import type { MetricsListenerConfig } from "../metrics/server.js";
 import { PaymentConfigError } from "../payments/errors.js";
 import { type PaymentSettings, paymentSettings } from "../payments/requirements.js";
 import { parseClusterNodes, type RedisNode } from "../redis/target.js";
+import { TRACE_PROTOCOLS, type TraceProtocol, type TracingConfig } from "../tracing/tracing.js";
 import { codedErrorClass } from "../verifier/coded-error.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -357,6 +358,8 @@ export interface ServiceConfig {
   shutdownDrainMs: number;
   /** The `/metrics` listener (`METRICS_PORT`, `METRICS_HOST`, `METRICS_TOKEN`), or null: off. */
   metrics: MetricsListenerConfig | null;
+  /** OTLP/HTTP trace export (issue 36), or null: off, and nothing of OpenTelemetry loaded. */
+  tracing: TracingConfig | null;
 }
 
 // ---- CORS and the OpenAPI server (issue 14) ------------------------------------------------
@@ -944,6 +947,71 @@ export function metricsListenerFrom(env: Env, portVariable: string): MetricsList
   return { host, port, token, maxConnections };
 }
 
+// ---- Traces (issue 36) ------------------------------------------------------------------
+
+export const DEFAULT_TRACE_PROTOCOL: TraceProtocol = "http/protobuf";
+export const DEFAULT_TRACE_SERVICE_NAME = "receiptd";
+
+/**
+ * Tracing is on when `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as is) or
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` (the base: `/v1/traces` is appended, as the specification says)
+ * is set, unless `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`. The sampler
+ * (`OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`), `OTEL_EXPORTER_OTLP_HEADERS` and the batch
+ * settings (`OTEL_BSP_*`) are read by the SDK itself, from the process environment.
+ */
+export function tracingFrom(env: Env): TracingConfig | null {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return null;
+  if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === "none") return null;
+  const specific = urlFrom(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+  const base = urlFrom(env, "OTEL_EXPORTER_OTLP_ENDPOINT");
+  const tracesUrl = specific ?? (base === null ? null : `${base.replace(/\/+$/, "")}/v1/traces`);
+  if (tracesUrl === null) return null;
+  const specificProtocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || null;
+  const protocolVariable =
+    specificProtocol === null
+      ? "OTEL_EXPORTER_OTLP_PROTOCOL"
+      : "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
+  const protocolText =
+    specificProtocol ?? (env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || DEFAULT_TRACE_PROTOCOL);
+  const protocol = TRACE_PROTOCOLS.find((candidate) => candidate === protocolText);
+  if (protocol === undefined) {
+    throw new ConfigError(
+      `${protocolVariable} must be one of ${TRACE_PROTOCOLS.join(", ")}, got '${protocolText}'`,
+    );
+  }
+  const resourceAttributes = resourceAttributesFrom(env.OTEL_RESOURCE_ATTRIBUTES ?? "");
+  return {
+    tracesUrl,
+    protocol,
+    serviceName:
+      env.OTEL_SERVICE_NAME?.trim() ||
+      resourceAttributes["service.name"] ||
+      DEFAULT_TRACE_SERVICE_NAME,
+    resourceAttributes,
+  };
+}
+
+/** `a=1,b=x%20y` → `{ a: "1", b: "x y" }` (the W3C Baggage-like form the specification uses). */
+function resourceAttributesFrom(text: string): Record<string, string> {
+  const attributes: Record<string, string> = {};
+  for (const pair of text.split(",")) {
+    if (pair.trim() === "") continue;
+    const equals = pair.indexOf("=");
+    const key = equals < 0 ? "" : pair.slice(0, equals).trim();
+    if (key === "") {
+      throw new ConfigError(`OTEL_RESOURCE_ATTRIBUTES must be key=value pairs, got '${pair}'`);
+    }
+    let value: string;
+    try {
+      value = decodeURIComponent(pair.slice(equals + 1).trim());
+    } catch {
+      throw new ConfigError(`OTEL_RESOURCE_ATTRIBUTES has a badly encoded value for '${key}'`);
+    }
+    attributes[key] = value;
+  }
+  return attributes;
+}
+
 export const DEFAULT_STORE_MIN_FREE_BYTES = 64 * 1024 * 1024;
 
 function storageFrom(env: Env): StorageConfig {
@@ -1007,5 +1075,6 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     cpuPool: { ...cpuPoolFrom(env), ...cpuPool },
     http: { ...httpServerFrom(env), ...http },
     metrics: rest.metrics === undefined ? metricsListenerFrom(env, "METRICS_PORT") : rest.metrics,
+    tracing: rest.tracing === undefined ? tracingFrom(env) : rest.tracing,
   };
 }

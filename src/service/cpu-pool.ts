@@ -24,6 +24,7 @@ import { setFlagsFromString } from "node:v8";
 import type { ResourceLimits } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { CpuPoolStats } from "../metrics/metrics.js";
+import { activeTracing, type SpanHandle } from "../tracing/tracing.js";
 import { CodedError, codedErrorClass } from "../verifier/coded-error.js";
 import { DEFAULT_TASK_DEADLINE_MS } from "./config.js";
 import {
@@ -96,8 +97,20 @@ interface PoolTask {
   readonly givenUp: AbortSignal;
   /** When its deadline passes (`performance.now()` time). */
   readonly deadlineAt: number;
+  /** Its span, when tracing is on (issue 36); null otherwise, and then nothing is timed. */
+  readonly trace: TaskTrace | null;
   resolve(output: unknown): void;
   reject(error: unknown): void;
+}
+
+/** What a task's span records besides its own start and end: when a thread took it. */
+interface TaskTrace {
+  readonly span: SpanHandle;
+  readonly admittedAt: number;
+  /** When its message was sent to a thread (`performance.now()`), null while it waits. */
+  sentAt: number | null;
+  /** Tasks in that message: 1, or more when it shared a batch. */
+  batchSize: number;
 }
 
 export type CpuPoolOverloadedErrorCode = "pool_overloaded";
@@ -232,6 +245,7 @@ export class CpuPool {
         ? `${task.endpoint}#${task.kind}`
         : null;
     let admission: FairQueueAdmission<PoolTask> | null = null;
+    const trace = this.#trace(task, transfer);
     const output = new Promise<Output>((resolve, reject) => {
       const item: PoolTask = {
         task: task as TaskDefinition<unknown, unknown>,
@@ -239,6 +253,7 @@ export class CpuPool {
         transfer,
         givenUp: caller.signal,
         deadlineAt: performance.now() + this.#deadlineMs,
+        trace,
         resolve: resolve as (value: unknown) => void,
         reject,
       };
@@ -254,7 +269,9 @@ export class CpuPool {
       caller.dispose();
       if (admitted?.refused === "principal_queue_full") this.#refused.principalQueueFull++;
       else this.#refused.queueFull++;
-      return Promise.reject(new CpuPoolOverloadedError("the CPU pool's queue is full"));
+      const refused = new CpuPoolOverloadedError("the CPU pool's queue is full");
+      endTrace(trace, refused);
+      return Promise.reject(refused);
     }
     if (admitted.pushedOut !== null) {
       this.#refused.pushedOut++;
@@ -267,7 +284,33 @@ export class CpuPool {
     else
       caller.signal.addEventListener("abort", () => this.#queue.withdraw(queued), { once: true });
     this.#dispatch();
-    return caller.watch(output);
+    const answer = caller.watch(output);
+    if (trace === null) return answer;
+    return answer.then(
+      (value) => {
+        endTrace(trace, null);
+        return value;
+      },
+      (error: unknown) => {
+        endTrace(trace, error);
+        throw error;
+      },
+    );
+  }
+
+  /**
+   * A span for one task when tracing is on: from its admission to its answer, with the wait
+   * for a thread and the thread time as attributes (`endTrace`). Sizes and names only.
+   */
+  #trace(task: TaskDefinition<unknown, unknown>, transfer: ArrayBuffer[]): TaskTrace | null {
+    const tracing = activeTracing();
+    if (tracing === null) return null;
+    const span = tracing.startSpan(`cpu-pool ${task.endpoint}.${task.kind}`, "internal", {
+      "receiptd.cpu.endpoint": task.endpoint,
+      "receiptd.cpu.task": task.kind,
+      "receiptd.cpu.input_bytes": byteLength(transfer),
+    });
+    return { span, admittedAt: performance.now(), sentAt: null, batchSize: 0 };
   }
 
   /**
@@ -329,8 +372,14 @@ export class CpuPool {
     const items: PoolTask[] = [];
     for (const entry of message.entries) {
       const expectedMs = Math.min(entry.estimatedMs, LATE_START_HORIZON_MS);
-      if (entry.item.deadlineAt - message.startedAt >= expectedMs) items.push(entry.item);
-      else {
+      if (entry.item.deadlineAt - message.startedAt >= expectedMs) {
+        items.push(entry.item);
+        const trace = entry.item.trace;
+        if (trace !== null) {
+          trace.sentAt = performance.now();
+          trace.batchSize = message.entries.length;
+        }
+      } else {
         this.#abandoned.deadline++;
         entry.item.reject(new WorkLimitExceededError(this.#deadlineMs, 0));
       }
@@ -453,4 +502,26 @@ function byteLength(buffers: readonly ArrayBuffer[]): number {
   let total = 0;
   for (const buffer of buffers) total += buffer.byteLength;
   return total;
+}
+
+/**
+ * Ends a task's span: `queue_wait_ms` from admission to its thread, `run_ms` on the thread (its
+ * whole message's, when batched), or only the wait when it never reached a thread.
+ */
+function endTrace(trace: TaskTrace | null, error: unknown): void {
+  if (trace === null) return;
+  const now = performance.now();
+  const { span, admittedAt, sentAt } = trace;
+  span.setAttributes(
+    sentAt === null
+      ? { "receiptd.cpu.queue_wait_ms": now - admittedAt, "receiptd.cpu.started": false }
+      : {
+          "receiptd.cpu.queue_wait_ms": sentAt - admittedAt,
+          "receiptd.cpu.run_ms": now - sentAt,
+          "receiptd.cpu.batch_size": trace.batchSize,
+          "receiptd.cpu.started": true,
+        },
+  );
+  if (error !== null) span.fail(error);
+  span.end();
 }

@@ -5,6 +5,7 @@
 import { hostname } from "node:os";
 import type { FastifyInstance } from "fastify";
 import { startMetricsServer } from "../metrics/server.js";
+import { startTracing, stopTracing } from "../tracing/tracing.js";
 import { buildApp } from "./app.js";
 import { openFileLimit, type ServiceConfig } from "./config.js";
 import { ed25519Summary } from "./ed25519-summary.js";
@@ -13,6 +14,8 @@ import { removeServerFile, writeServerFile } from "./server-file.js";
 const SHUTDOWN_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 
 export async function startServer(config: ServiceConfig): Promise<FastifyInstance> {
+  // Before the app is built: its queues, stores and routes ask whether tracing is on.
+  await startTracing(config.tracing, "web");
   const app = await buildApp(config);
   const shutDown = (signal: NodeJS.Signals) => {
     // Only the first signal drains; with our handlers gone, a second one ends the process
@@ -49,6 +52,8 @@ export async function startServer(config: ServiceConfig): Promise<FastifyInstanc
     for (const name of SHUTDOWN_SIGNALS) process.off(name, shutDown);
     // Only when it still names this process: a later server on the same DATA_DIR owns it.
     await removeServerFile(config.dataDir).catch(() => {});
+    // Last: the spans of the requests drained above are exported before the process ends.
+    await stopTracing().catch(() => {});
   });
   try {
     await serveMetrics(app, config);

@@ -16,6 +16,7 @@ import type { FastifyInstance } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import { PAYMENT_HEADERS } from "../../payments/codec.js";
 import { PASS_TOKEN_HEADER } from "../../payments/pass-token.js";
+import { TRACE_RESPONSE_HEADER } from "../../tracing/tracing.js";
 import type { CorsConfig } from "../config.js";
 import { FASTIFY_VERSION, PLATFORM } from "../platform-names.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
@@ -55,6 +56,8 @@ export const CORS_EXPOSED_HEADERS = [
   PAYMENT_HEADERS.xPaymentResponse,
   PASS_TOKEN_HEADER,
   REQUEST_ID_HEADER,
+  // Only sent when tracing is on (issue 36): the W3C Trace Context Level 2 response header.
+  TRACE_RESPONSE_HEADER,
   "etag",
   "location",
   "www-authenticate",
