@@ -78,7 +78,11 @@ function verdictPayload(
   budget: ResultBudget,
   sources: SignedSources | null,
 ): VerdictPayload {
-  const result = verifyParsedBundle(bundle, { requireAnchor: flags.requireAnchor, budget }, sources);
+  const result = verifyParsedBundle(
+    bundle,
+    { requireAnchor: flags.requireAnchor, budget },
+    sources,
+  );
   if (!flags.receipt) return result;
   if (!isObject(bundle)) {
     return { ...result, verification_receipt_error: "bundle is not an object" };
@@ -252,14 +256,7 @@ function verifyDetected(
     return { cacheable: cacheable.entry, verdicts: { [cacheable.verdict]: 1 } };
   }
   if (request.form === "single") {
-    const payload = singleBundlePayload(
-      request.bundle,
-      flags,
-      signer,
-      budget,
-      verifiedAt,
-      sources,
-    );
+    const payload = singleBundlePayload(request.bundle, flags, signer, budget, verifiedAt, sources);
     return { ...answer(200, payload), verdicts: tallyVerdicts([payload]) };
   }
   const results = request.bundles.map((bundle) =>
