@@ -29,7 +29,10 @@ port.on("message", ({ bodies }: FloorBatch) => {
   const answers = bodies.map((body): FloorAnswer => {
     const outcome = answerVerifyRequest(new Uint8Array(body), flags, context);
     if (!("json" in outcome)) throw new Error("the floor asks for no cacheable verdicts");
-    return { statusCode: outcome.statusCode, json: outcome.json };
+    // answerVerifyRequest answers text; only receiptd's own worker moves it out as bytes.
+    const json =
+      typeof outcome.json === "string" ? outcome.json : Buffer.from(outcome.json).toString();
+    return { statusCode: outcome.statusCode, json };
   });
   port.postMessage(answers);
 });

@@ -263,13 +263,29 @@ function refusalAnswer<Status extends number>(code: ErrorCode, refusal: Answer<S
   return CHARGED_REFUSALS.has(code) ? { ...refusal, charged: true as const } : refusal;
 }
 
+/**
+ * An answer whose body may be its UTF-8 bytes, as a worker wrote them and moved them to the
+ * main thread (`POST /verify`): sent as they are, never decoded or copied.
+ */
+export type SentAnswer<Status extends number = number> = Omit<Answer<Status>, "json"> & {
+  json: string | Uint8Array;
+};
+
 export function sendAnswer(
   reply: FastifyReply,
-  { statusCode, json, charged, units }: Answer,
+  { statusCode, json, charged, units }: SentAnswer,
 ): FastifyReply {
   if (charged) chargeWorkDone(reply);
   if (units !== undefined) chargeUnits(reply, units);
-  return reply.code(statusCode).type("application/json; charset=utf-8").send(json);
+  return reply
+    .code(statusCode)
+    .type("application/json; charset=utf-8")
+    .send(typeof json === "string" ? json : answerBuffer(json));
+}
+
+/** A Buffer over `bytes`' memory (a view, not a copy), which Fastify sends as it is. */
+export function answerBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
 }
 
 /**

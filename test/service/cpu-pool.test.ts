@@ -42,7 +42,11 @@ describe("CpuPool", () => {
     assert.equal(body.byteLength, 0);
     assert.ok("json" in answer);
     assert.equal(answer.statusCode, 200);
-    assert.equal(JSON.parse(answer.json).verdict, "TRUSTED");
+    // The answer comes back as the worker wrote it: UTF-8 bytes, moved, in a buffer of its own.
+    assert.ok(answer.json instanceof Uint8Array);
+    assert.equal(answer.json.byteOffset, 0);
+    assert.equal(answer.json.buffer.byteLength, answer.json.byteLength);
+    assert.equal(JSON.parse(Buffer.from(answer.json).toString()).verdict, "TRUSTED");
   });
 
   test("tasks that wait for the busy thread go as one message, each with its own answer", async () => {

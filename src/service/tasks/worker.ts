@@ -5,6 +5,7 @@
  * exports go through.
  */
 import { isMainThread, workerData } from "node:worker_threads";
+import { Piscina } from "piscina";
 import { nodeCrypto } from "../../verifier/crypto/node.js";
 import { platformCryptoProblem } from "../../verifier/crypto/platform.js";
 import { setVerifierCrypto, verifierCrypto } from "../../verifier/crypto/provider.js";
@@ -54,15 +55,43 @@ export function workerIdentity(): ServiceIdentity {
  * A task module's export: `run`, checked against the definition's input and output types,
  * releasing the thread's heap after each message (`worker-heap.ts`); a `TaskBatch` is answered
  * item by item.
+ *
+ * `moved(output)` names the buffers of an output that go to the main thread without a copy
+ * (transferred, as the request body came): each must be an `ArrayBuffer` of its own, never a
+ * slice of Node's shared Buffer pool, which transferring would take from this thread.
  */
 export function implementTask<Input, Output>(
   _task: TaskDefinition<Input, Output>,
   run: (input: Input) => Output,
+  moved?: (output: Output) => ArrayBuffer[],
 ): (input: Input | TaskBatch<Input>) => Output | TaskBatchResults<Output> {
   // The crypto choice is made before the first task runs, not when the first task reads it.
   workerContext();
   // The pool sends batches only of tasks defined batchable (synchronous ones).
-  return releasingHeap((input: Input | TaskBatch<Input>) =>
-    isTaskBatch(input) ? runTaskBatch(input, run) : run(input),
-  );
+  return releasingHeap((input: Input | TaskBatch<Input>) => {
+    if (isTaskBatch(input)) {
+      const results = runTaskBatch(input, run);
+      if (moved === undefined) return results;
+      return movable(
+        results,
+        results.batchResults.flatMap((result) => ("value" in result ? moved(result.value) : [])),
+      );
+    }
+    const output = run(input);
+    return moved === undefined ? output : movable(output, moved(output));
+  });
+}
+
+/**
+ * `value`, marked for Piscina to transfer `buffers` with it rather than clone them
+ * (`Piscina.move` of an object carrying its transfer list); the main thread receives `value`.
+ */
+function movable<Value>(value: Value, buffers: ArrayBuffer[]): Value {
+  if (buffers.length === 0) return value;
+  // Piscina's types name its own Transferable class; any object with the two symbols is one.
+  const transferable = {
+    [Piscina.transferableSymbol]: buffers,
+    [Piscina.valueSymbol]: value,
+  } as unknown as Parameters<typeof Piscina.move>[0];
+  return Piscina.move(transferable) as unknown as Value;
 }

@@ -17,9 +17,11 @@
  */
 import { ResultBudget, ResultBudgetExceeded } from "../../verifier/bundle/budget.js";
 import type { Verdict, VerifyResult } from "../../verifier/bundle/result.js";
-import { verifyBundle } from "../../verifier/bundle/verify-bundle.js";
+import { verifyBundle, verifyParsedBundle } from "../../verifier/bundle/verify-bundle.js";
 import type { Ed25519Signer } from "../../verifier/crypto/ed25519.js";
 import { dumpCompact } from "../../verifier/json/dump.js";
+import { parseSigned, StrictJsonError } from "../../verifier/json/parse.js";
+import type { SignedSources } from "../../verifier/json/signed-sources.js";
 import { isArray, isObject, type JsonObject, type JsonValue } from "../../verifier/json/value.js";
 import { formatUtcSeconds } from "../../verifier/timestamps.js";
 import {
@@ -27,7 +29,7 @@ import {
   VerificationReceiptIssueError,
 } from "../../verifier/verification-receipt/index.js";
 import { type CostCounts, countVerificationCost, MAX_UNITS_PER_REQUEST, unitsOf } from "../cost.js";
-import { answer, errorAnswerOf, parseRequestJson, ServiceError } from "../errors.js";
+import { answer, errorAnswerOf, ServiceError } from "../errors.js";
 import { SERVICE_NAME } from "../service-name.js";
 import type { CacheableVerdict } from "./cached-verdict.js";
 import {
@@ -74,8 +76,13 @@ function verdictPayload(
   signer: Ed25519Signer,
   verifiedAt: string,
   budget: ResultBudget,
+  sources: SignedSources | null,
 ): VerdictPayload {
-  const result = verifyBundle(bundle, { requireAnchor: flags.requireAnchor, budget });
+  const result = verifyParsedBundle(
+    bundle,
+    { requireAnchor: flags.requireAnchor, budget },
+    sources,
+  );
   if (!flags.receipt) return result;
   if (!isObject(bundle)) {
     return { ...result, verification_receipt_error: "bundle is not an object" };
@@ -120,6 +127,7 @@ function cacheableVerdict(
   signer: Ed25519Signer,
   verifiedAt: string,
   budget: ResultBudget,
+  sources: SignedSources | null,
 ): { entry: CacheableVerdict; verdict: Verdict } {
   const { verification_receipt, verification_receipt_error, ...result } = verdictPayload(
     bundle,
@@ -127,6 +135,7 @@ function cacheableVerdict(
     signer,
     verifiedAt,
     budget,
+    sources,
   );
   const entry: CacheableVerdict = {
     verdictJson: dumpCompact(result),
@@ -150,9 +159,10 @@ export function singleBundlePayload(
   signer: Ed25519Signer,
   budget: ResultBudget,
   verifiedAt: string = formatUtcSeconds(),
+  sources: SignedSources | null = null,
 ): VerdictPayload & { service: string } {
   return {
-    ...verdictPayload(bundle, flags, signer, verifiedAt, budget),
+    ...verdictPayload(bundle, flags, signer, verifiedAt, budget, sources),
     service: SERVICE_NAME,
   };
 }
@@ -181,13 +191,32 @@ export function chargeableUnits(counts: CostCounts, authorisedUnits: number): nu
   return units;
 }
 
+/**
+ * `parseRequestJson` that also notes where each value lies in the body (`parseSigned`), so
+ * that a receipt, at whatever depth the body form puts it (a bundle's `receipts`, a batch's
+ * bundles' `receipts`), is signed and hashed over bytes spliced from the body rather than
+ * encoded again from the parsed value: the same bytes (signed-sources.ts), without walking
+ * the value, sorting its names and escaping its strings once more per receipt.
+ */
+function parseRequestSigned(bytes: Uint8Array): ReturnType<typeof parseSigned> {
+  try {
+    return parseSigned(bytes);
+  } catch (error) {
+    if (error instanceof StrictJsonError) {
+      throw new ServiceError("invalid_json", { detail: error.message });
+    }
+    throw error;
+  }
+}
+
 export function answerVerifyRequest(
   bytes: Uint8Array,
   flags: VerifyFlags & { cache?: boolean; authorisedUnits?: number },
   context: VerifyRequestContext,
 ): VerifyOutcome {
   try {
-    const request = detectBody(parseRequestJson(bytes));
+    const { value, sources } = parseRequestSigned(bytes);
+    const request = detectBody(value);
     if (request.form === "bad_shape") {
       throw new ServiceError("bad_shape", { detail: BAD_SHAPE_DETAIL });
     }
@@ -201,7 +230,7 @@ export function answerVerifyRequest(
     );
     const budget = new ResultBudget(context.maxResultBytes);
     try {
-      return { ...verifyDetected(request, flags, context, budget), units };
+      return { ...verifyDetected(request, flags, context, budget, sources), units };
     } catch (error) {
       if (!(error instanceof ResultBudgetExceeded)) throw error;
       throw resultTooLargeError(error.limit);
@@ -217,20 +246,21 @@ function verifyDetected(
   flags: VerifyFlags & { cache?: boolean },
   context: VerifyRequestContext,
   budget: ResultBudget,
+  sources: SignedSources,
 ): VerifyOutcome {
   // One timestamp per request: every receipt of a batch records the same verification run.
   const verifiedAt = formatUtcSeconds();
   const signer = context.signer();
   if (request.form === "single" && flags.cache === true) {
-    const cacheable = cacheableVerdict(request.bundle, flags, signer, verifiedAt, budget);
+    const cacheable = cacheableVerdict(request.bundle, flags, signer, verifiedAt, budget, sources);
     return { cacheable: cacheable.entry, verdicts: { [cacheable.verdict]: 1 } };
   }
   if (request.form === "single") {
-    const payload = singleBundlePayload(request.bundle, flags, signer, budget, verifiedAt);
+    const payload = singleBundlePayload(request.bundle, flags, signer, budget, verifiedAt, sources);
     return { ...answer(200, payload), verdicts: tallyVerdicts([payload]) };
   }
   const results = request.bundles.map((bundle) =>
-    verdictPayload(bundle, flags, signer, verifiedAt, budget),
+    verdictPayload(bundle, flags, signer, verifiedAt, budget, sources),
   );
   return {
     ...answer(200, { results, count: results.length, service: SERVICE_NAME }),

@@ -5,7 +5,7 @@
  * the other's side.
  */
 import type { Verdict } from "../../verifier/bundle/result.js";
-import { type Answer, type ErrorCode, ServiceError } from "../errors.js";
+import { type ErrorCode, type SentAnswer, ServiceError } from "../errors.js";
 import type { CacheableVerdict } from "./cached-verdict.js";
 
 export interface VerifyFlags {
@@ -36,7 +36,7 @@ export type VerdictTally = Partial<Record<Verdict, number>>;
  * An answer to a verification request; a refusal names its code, so that a caller that wraps
  * the answer in its own shape (MCP) can tell a refusal without parsing it.
  */
-export type VerificationAnswer = Answer & { refused?: ErrorCode };
+export type VerificationAnswer = SentAnswer & { refused?: ErrorCode };
 
 /**
  * The worker's answer with its verdict tally, or a single bundle verified for the cache: the

@@ -4,8 +4,9 @@
  * unsorted, canonical, with escapes), or it saves nothing. Differential: every object it
  * spliced is encoded the old way and compared; where it gives up, the encoder must refuse.
  *
- * The generated run is seed-fixed and small here; `JSON_SPLICE_DOCUMENTS=15000` runs it over
- * 105,000 documents (docs/testing.md).
+ * The generated run is seed-fixed: 1,000 trees (7,000 documents) in the unit lane's sample, and
+ * 15,000 trees (105,000 documents) at full depth (RECEIPTD_TEST_DEPTH=full, test/support/depth.ts);
+ * `JSON_SPLICE_DOCUMENTS=<trees>` overrides either.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -22,6 +23,7 @@ import { parseJson, parseSigned, StrictJsonError } from "../../../src/verifier/j
 import type { SignedSources } from "../../../src/verifier/json/signed-sources.js";
 import { isObject, type JsonObject, type JsonValue } from "../../../src/verifier/json/value.js";
 import { CORPUS_DIR } from "../../support/corpus.js";
+import { FULL_DEPTH } from "../../support/depth.js";
 
 function objectsOf(value: JsonValue, found: JsonObject[] = []): JsonObject[] {
   if (Array.isArray(value)) for (const item of value) objectsOf(item, found);
@@ -173,8 +175,42 @@ const STRINGS = [
   "\u007f",
 ];
 
-/** Escaped spellings of a string: every character as `\uXXXX`, or `/` as `\/`. */
+/** JSON's two-character escapes, which a producer may use where canonical encoding does too. */
+const SHORT_ESCAPES: Record<string, string> = {
+  '"': '\\"',
+  "\\": "\\\\",
+  "/": "\\/",
+  "\b": "\\b",
+  "\f": "\\f",
+  "\n": "\\n",
+  "\r": "\\r",
+  "\t": "\\t",
+};
+
+/**
+ * Escaped spellings of a string: every character as `\uXXXX` (lowercase hex, and uppercase);
+ * `/` as `\/`; and a mixed one: the first character escaped (short form where JSON has one,
+ * `\uXXXX` else), the rest as `JSON.stringify` writes it, so escapes sit next to raw
+ * non-ASCII and astral text within one token.
+ */
 function escapedVariants(value: string): string[] {
+  const mixed = mixedEscape(value);
+  return [...uEscapedVariants(value), ...(mixed === null ? [] : [mixed])];
+}
+
+function mixedEscape(value: string): string | null {
+  const first = [...value][0];
+  if (first === undefined) return null;
+  const code = first.codePointAt(0)!;
+  const head =
+    SHORT_ESCAPES[first] ??
+    (code > 0xffff
+      ? `\\u${(Math.floor((code - 0x10000) / 0x400) + 0xd800).toString(16)}\\u${(((code - 0x10000) % 0x400) + 0xdc00).toString(16)}`
+      : `\\u${code.toString(16).padStart(4, "0")}`);
+  return `"${head}${JSON.stringify(value.slice(first.length)).slice(1, -1)}"`;
+}
+
+function uEscapedVariants(value: string): string[] {
   const all = [...value]
     .map((ch) => {
       const code = ch.codePointAt(0)!;
@@ -186,7 +222,10 @@ function escapedVariants(value: string): string[] {
       return `\\u${code.toString(16).padStart(4, "0")}`;
     })
     .join("");
-  const variants = [`"${all}"`];
+  const variants = [
+    `"${all}"`,
+    `"${all.replace(/\\u([0-9a-f]{4})/g, (_, hex: string) => `\\u${hex.toUpperCase()}`)}"`,
+  ];
   if (value.includes("/")) variants.push(JSON.stringify(value).replace("/", "\\/"));
   return variants;
 }
@@ -336,7 +375,7 @@ describe("signed bytes from the input (parseSigned)", () => {
     assert.ok(parsed > 300, `only ${parsed} inputs parsed`);
   });
 
-  const trees = Number(process.env.JSON_SPLICE_DOCUMENTS ?? 1000);
+  const trees = Number(process.env.JSON_SPLICE_DOCUMENTS ?? (FULL_DEPTH ? 15_000 : 1000));
   test(`${trees * 7} generated documents in canonical and mutated spellings: 0 differences`, () => {
     const random = prng(20261126);
     const spellings: Spelling[] = [

@@ -34,7 +34,10 @@ export async function answerCachedVerifyBundle(
     options,
   );
   if (answer.statusCode === 200) {
-    return { json: resultResponse(lookup.id, toolResult(answer.json, false)), workDone: true };
+    // With `cache`, the answer is built on this thread from the cached parts: always text.
+    const text =
+      typeof answer.json === "string" ? answer.json : Buffer.from(answer.json).toString();
+    return { json: resultResponse(lookup.id, toolResult(text, false)), workDone: true };
   }
   // The body is a bundle object in form 2, so the budget is the one refusal it can meet: the
   // whole budget, since a cached call is never part of a batch.
