@@ -8,7 +8,6 @@ import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { createConnection } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Redis } from "ioredis";
 import { freePort } from "../../bench/support/free-port.js";
 import { masters, type RedisClient } from "../../src/redis/client.js";
 import {
