@@ -89,6 +89,9 @@ export function clusterDeploymentSuite(part: "served" | "failover"): void {
         DATA_DIR: dataDir,
         X402_PAY_TO: PAY_TO,
         FACILITATOR_URL: peer.url,
+        // The paying stream comes from one address, faster than a client's signature budget,
+        // which is shared by both webs (test/distributed/shared-limits.test.ts tests it).
+        X402_SIGNATURE_CHECKS_PER_ADDRESS: "1000",
       };
       // Both web processes and the worker share the deployment's key (one DATA_DIR).
       webs = [await startServerProcess(env), await startServerProcess(env)];

@@ -397,6 +397,7 @@ describe("the runbook's shell blocks, each in a fresh shell", () => {
         "runbook-backup",
         "runbook-restore",
         "runbook-teardown",
+        "skip",
       ],
     );
     for (const block of all.filter((candidate) => candidate.mode === "skip")) {
