@@ -45,12 +45,20 @@ export interface IdempotencyStore {
    */
   begin(entry: string, fingerprint: string, owner?: string): Promise<IdempotencyBegin>;
   /**
-   * Replaces `claim` with the answer, kept `IDEMPOTENCY_TTL_MS`; nothing if the claim is gone
-   * (it expired and another request holds the key now).
+   * Replaces `claim` with the answer, kept `IDEMPOTENCY_TTL_MS` within its owner's share (the
+   * owner's oldest answers make room; an answer larger than the share is not kept); nothing if
+   * the claim is gone (it expired and another request holds the key now). `owner` is the one
+   * `begin` was given.
    */
-  complete(entry: string, claim: string, fingerprint: string, answer: StoredAnswer): Promise<void>;
+  complete(
+    entry: string,
+    claim: string,
+    fingerprint: string,
+    answer: StoredAnswer,
+    owner?: string,
+  ): Promise<void>;
   /** Drops `claim` (an answer that is not kept); nothing if it is gone. */
-  release(entry: string, claim: string): Promise<void>;
+  release(entry: string, claim: string, owner?: string): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -43,7 +43,7 @@ declare module "fastify" {
   }
   interface FastifyRequest {
     /** The claim this request holds on its key, until its answer is kept or dropped. */
-    idempotencyClaim: { entry: string; claim: string; fingerprint: string } | null;
+    idempotencyClaim: { entry: string; claim: string; fingerprint: string; owner: string } | null;
   }
 }
 
@@ -149,9 +149,10 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       request.url,
       Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0),
     );
+    const owner = idempotencyOwner(request.principal);
     let begun: Awaited<ReturnType<IdempotencyStore["begin"]>>;
     try {
-      begun = await store.begin(entry, fingerprint, idempotencyOwner(request.principal));
+      begun = await store.begin(entry, fingerprint, owner);
     } catch {
       // A retry cannot be told from a first request: running it could charge it twice.
       return refuse(
@@ -161,11 +162,11 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     }
     if (begun.state === "claimed") {
       if (deferred === null) {
-        request.idempotencyClaim = { entry, claim: begun.claim, fingerprint };
+        request.idempotencyClaim = { entry, claim: begun.claim, fingerprint, owner };
         return;
       }
       // The authorization was spent, but not on an answer kept under this key.
-      await store.release(entry, begun.claim).catch(() => {});
+      await store.release(entry, begun.claim, owner).catch(() => {});
       return refuse(reply, deferred);
     }
     if (begun.fingerprint !== fingerprint) {
@@ -199,8 +200,8 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     request.idempotencyClaim = null;
     const answer = isChargedAnswer(reply) ? keptAnswer(reply, payload) : null;
     try {
-      if (answer === null) await store.release(held.entry, held.claim);
-      else await store.complete(held.entry, held.claim, held.fingerprint, answer);
+      if (answer === null) await store.release(held.entry, held.claim, held.owner);
+      else await store.complete(held.entry, held.claim, held.fingerprint, answer, held.owner);
     } catch {
       // The answer goes out all the same; the claim expires (IDEMPOTENCY_CLAIM_MS).
     }
@@ -214,7 +215,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     const held = request.idempotencyClaim;
     if (held === null) return;
     request.idempotencyClaim = null;
-    await store.release(held.entry, held.claim).catch(() => {});
+    await store.release(held.entry, held.claim, held.owner).catch(() => {});
   });
 }
 

@@ -387,11 +387,15 @@ idempotencySuite(
   async () => {
     const connection = await openTestRedis(prefix);
     const keys = await keysUnder(connection.client, prefix);
-    // Entries are named by a hash: no key, key id or address in Redis, and they expire in 24 h.
+    // Entries and their owner's ledger are named by hashes: no key, key id or address in
+    // Redis, and they expire in 24 h.
     const entries = keys.filter((key) => key.startsWith(`${prefix}idempotency:`));
     if (keptAnswers) assert.ok(entries.length > 0);
     for (const entry of entries) {
-      assert.match(entry.slice(prefix.length), /^idempotency:\{[0-9a-f]{64}\}$/);
+      assert.match(
+        entry.slice(prefix.length),
+        /^idempotency:\{[0-9a-f]{64}\}:(entry:[0-9a-f]{64}|ledger|sizes)$/,
+      );
       const ttl = await connection.client.pttl(entry);
       assert.ok(ttl > 86_000_000 && ttl <= 86_400_000, `ttl ${ttl}`);
     }
