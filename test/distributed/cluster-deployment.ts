@@ -15,7 +15,6 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -28,11 +27,8 @@ import { pendingProof, sha256 } from "../../bench/support/ots.js";
 import { PRODUCER_COMMAND_TIMEOUT_MS } from "../../queues/bullmq-queue.js";
 import { SETTLEMENTS_QUEUE } from "../../queues/settlements.js";
 import { type FacilitatorPeer, startFacilitatorPeer } from "../../src/payments/facilitator-peer.js";
-import { nonceLedgerKey } from "../../src/payments/nonce-ledger.js";
-import { requirementFromWire } from "../../src/payments/requirements.js";
 import { bullmqPrefix } from "../../src/redis/keys.js";
-import { fromPlain, isObject } from "../../src/verifier/json/value.js";
-import { PAY_TO, signAuthorization, toHeader, v2Payment, wallet } from "../payments/support.js";
+import { PAY_TO, paymentFor, wallet } from "../payments/support.js";
 import { startTestCluster, type TestCluster } from "../redis/cluster-support.js";
 import { randomPrefix } from "../redis/support.js";
 import {
@@ -52,7 +48,7 @@ const ANSWER_BOUND_MS = PRODUCER_COMMAND_TIMEOUT_MS + 4_000;
 const DRAIN_MS = 60_000;
 /** `POST /payment-receipts` waits this long for the worker before answering 202 (route.ts). */
 const STORE_WAIT_MS = 10_000;
-const NETWORK = "eip155:8453";
+const _NETWORK = "eip155:8453";
 
 function receiptd(args: string[], env: Record<string, string>) {
   return run(process.execPath, ["--import", "tsx", "src/cli/receiptd.ts", ...args], {
@@ -236,29 +232,9 @@ export function clusterDeploymentSuite(part: "served" | "failover"): void {
 
     /** One paid `POST /verify`: the challenge, a signed authorization, the paid call. */
     async function pay(base: string) {
-      const challenge = await fetch(`${base}/verify`, { method: "POST", body: GOOD });
-      await challenge.arrayBuffer();
-      if (challenge.status !== 402) return null;
-      const required = JSON.parse(
-        Buffer.from(String(challenge.headers.get("payment-required")), "base64").toString("utf8"),
-      ) as { accepts: unknown[] };
-      const wire = fromPlain(required.accepts[0]);
-      assert.ok(isObject(wire));
-      const requirement = requirementFromWire(wire, 2);
-      const now = BigInt(Math.floor(Date.now() / 1000));
-      const signed = await signAuthorization(payer, requirement, {
-        validAfter: now - 600n,
-        validBefore: now + BigInt(requirement.maxTimeoutSeconds),
-      });
-      const key = nonceLedgerKey({
-        network: NETWORK,
-        asset: requirement.asset,
-        payer: payer.address,
-        nonce: signed.authorization.nonce,
-      });
-      // The stand-in names its transaction after the authorization (facilitator-peer.ts).
-      const tx = `0x${createHash("sha256").update(`${NETWORK}|${key}`).digest("hex")}`;
-      const header = toHeader(v2Payment(wire, signed));
+      const paid = await paymentFor(base, payer, GOOD);
+      if (paid === null) return null;
+      const { header, tx } = paid;
       const started = performance.now();
       try {
         const answer = await fetch(`${base}/verify`, {

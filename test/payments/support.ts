@@ -1,4 +1,5 @@
 /** Payments test helpers: generated wallets that sign real EIP-3009 authorizations. */
+import { createHash } from "node:crypto";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import {
   exactAuthorization,
@@ -8,14 +9,16 @@ import {
 } from "../../src/client/x402.js";
 import { type Authorization, encodeBase64Json } from "../../src/payments/codec.js";
 import type { Hex } from "../../src/payments/formats.js";
+import { nonceLedgerKey } from "../../src/payments/nonce-ledger.js";
 import {
   type ExactRequirement,
   type PaymentRequirementSet,
   type PaymentSettings,
   paymentRequirements,
   paymentSettings,
+  requirementFromWire,
 } from "../../src/payments/requirements.js";
-import { type JsonObject, jsonObject } from "../../src/verifier/json/value.js";
+import { fromPlain, isObject, type JsonObject, jsonObject } from "../../src/verifier/json/value.js";
 
 /** 2026-01-01T00:00:00Z: every test runs against this clock. */
 export const NOW_MS = 1_767_225_600_000;
@@ -99,4 +102,40 @@ export function highS(signature: Hex): Hex {
   const v = Number.parseInt(signature.slice(130, 132), 16);
   const flipped = (N - s).toString(16).padStart(64, "0");
   return `${signature.slice(0, 66)}${flipped}${(v === 27 ? 28 : 27).toString(16)}` as Hex;
+}
+
+/**
+ * A signed payment for the paid call at `base` + `path` (`POST`, `body`): asks for the 402,
+ * signs the first requirement it offers with `payer`, and names the transaction the stand-in
+ * facilitator will report (facilitator-peer.ts names it after the authorization). `null` when
+ * the call was not answered 402 (the caller's test decides what that means).
+ */
+export async function paymentFor(
+  base: string,
+  payer: PrivateKeyAccount,
+  body: Uint8Array,
+  path = "/verify",
+): Promise<{ header: string; tx: string } | null> {
+  const challenge = await fetch(`${base}${path}`, { method: "POST", body });
+  await challenge.arrayBuffer();
+  if (challenge.status !== 402) return null;
+  const required = JSON.parse(
+    Buffer.from(String(challenge.headers.get("payment-required")), "base64").toString("utf8"),
+  ) as { accepts: unknown[] };
+  const wire = fromPlain(required.accepts[0]);
+  if (!isObject(wire)) throw new Error("the 402 offered no requirement object");
+  const requirement = requirementFromWire(wire, 2);
+  const now = BigInt(Math.floor(Date.now() / 1000));
+  const signed = await signAuthorization(payer, requirement, {
+    validAfter: now - 600n,
+    validBefore: now + BigInt(requirement.maxTimeoutSeconds),
+  });
+  const key = nonceLedgerKey({
+    network: requirement.network.caip2,
+    asset: requirement.asset,
+    payer: payer.address,
+    nonce: signed.authorization.nonce,
+  });
+  const tx = `0x${createHash("sha256").update(`${requirement.network.caip2}|${key}`).digest("hex")}`;
+  return { header: toHeader(v2Payment(wire, signed)), tx };
 }

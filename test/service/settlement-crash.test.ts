@@ -10,7 +10,6 @@
  * server at the chosen step. Real processes and sockets throughout.
  */
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { readdir, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -20,10 +19,7 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { type FacilitatorPeer, startFacilitatorPeer } from "../../src/payments/facilitator-peer.js";
-import { nonceLedgerKey } from "../../src/payments/nonce-ledger.js";
-import { requirementFromWire } from "../../src/payments/requirements.js";
-import { fromPlain, isObject } from "../../src/verifier/json/value.js";
-import { PAY_TO, signAuthorization, toHeader, v2Payment, wallet } from "../payments/support.js";
+import { PAY_TO, paymentFor, wallet } from "../payments/support.js";
 import { corpusBytes } from "../support/corpus.js";
 import {
   type ServerProcess,
@@ -33,7 +29,7 @@ import {
 import { temporaryDataDir } from "./support/service.js";
 
 const GOOD = corpusBytes("vectors/01_happy_minimal.json");
-const NETWORK = "eip155:8453";
+const _NETWORK = "eip155:8453";
 
 type Step = "pass" | "before settle" | "after settle" | "after the settle answer" | "after answer";
 
@@ -110,28 +106,9 @@ describe("kill -9 at each step of a settlement", () => {
 
   /** A signed payment for `POST /verify`, and the transaction the stand-in will name. */
   async function payment(): Promise<{ header: string; tx: string }> {
-    const challenge = await fetch(`${server.base}/verify`, { method: "POST", body: GOOD });
-    assert.equal(challenge.status, 402);
-    await challenge.arrayBuffer();
-    const required = JSON.parse(
-      Buffer.from(String(challenge.headers.get("payment-required")), "base64").toString("utf8"),
-    ) as { accepts: unknown[] };
-    const wire = fromPlain(required.accepts[0]);
-    assert.ok(isObject(wire));
-    const requirement = requirementFromWire(wire, 2);
-    const now = BigInt(Math.floor(Date.now() / 1000));
-    const signed = await signAuthorization(payer, requirement, {
-      validAfter: now - 600n,
-      validBefore: now + BigInt(requirement.maxTimeoutSeconds),
-    });
-    const key = nonceLedgerKey({
-      network: NETWORK,
-      asset: requirement.asset,
-      payer: payer.address,
-      nonce: signed.authorization.nonce,
-    });
-    const tx = `0x${createHash("sha256").update(`${NETWORK}|${key}`).digest("hex")}`;
-    return { header: toHeader(v2Payment(wire, signed)), tx };
+    const paid = await paymentFor(server.base, payer, GOOD);
+    assert.ok(paid !== null, "POST /verify without a key asks for a payment");
+    return paid;
   }
 
   /** The receipt's status, polled while a restarted server reconciles (bounded). */
