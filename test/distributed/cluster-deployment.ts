@@ -28,7 +28,7 @@ import { PRODUCER_COMMAND_TIMEOUT_MS } from "../../queues/bullmq-queue.js";
 import { SETTLEMENTS_QUEUE } from "../../queues/settlements.js";
 import { type FacilitatorPeer, startFacilitatorPeer } from "../../src/payments/facilitator-peer.js";
 import { bullmqPrefix } from "../../src/redis/keys.js";
-import { PAY_TO, paymentFor, wallet } from "../payments/support.js";
+import { PAY_TO, paymentFor, settlementFields, wallet } from "../payments/support.js";
 import { startTestCluster, type TestCluster } from "../redis/cluster-support.js";
 import { randomPrefix } from "../redis/support.js";
 import {
@@ -214,14 +214,7 @@ export function clusterDeploymentSuite(part: "served" | "failover"): void {
         const answer = await fetch(`${base}/payment-receipts`, {
           method: "POST",
           headers: { "content-type": "application/json", "x-internal-token": token },
-          body: JSON.stringify({
-            tx,
-            network: "eip155:8453",
-            asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-            amount: "10000",
-            payTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
-            path: "/verify",
-          }),
+          body: JSON.stringify(settlementFields(tx)),
         });
         const body = (await answer.json()) as { error?: string };
         return { tx, status: answer.status, error: body.error, ms: performance.now() - started };

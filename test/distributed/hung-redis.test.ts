@@ -25,6 +25,7 @@ import { ServiceIdentity } from "../../src/service/service-key.js";
 import type { DocumentStore } from "../../src/storage/document-store.js";
 import { openDocumentStore } from "../../src/storage/open.js";
 import { readUsage } from "../../src/storage/usage.js";
+import { settlementFields } from "../payments/support.js";
 import { keysUnder, type PrivateRedis, randomPrefix, startPrivateRedis } from "../redis/support.js";
 import { startTestService, type TestService } from "../service/support/service.js";
 import { type RedisProxy, startRedisProxy } from "../support/redis-proxy.js";
@@ -84,14 +85,7 @@ function writer(base: string, service: TestService, token: string): Writer {
     const answer = await fetch(`${base}/payment-receipts`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-internal-token": token },
-      body: JSON.stringify({
-        tx,
-        network: "eip155:8453",
-        asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-        amount: "10000",
-        payTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
-        path: "/verify",
-      }),
+      body: JSON.stringify(settlementFields(tx)),
     });
     const body = (await answer.json()) as { error?: string };
     return {

@@ -18,6 +18,7 @@ import { ServiceIdentity } from "../../src/service/service-key.js";
 import type { DocumentStore } from "../../src/storage/document-store.js";
 import { openDocumentStore } from "../../src/storage/open.js";
 import { parseJson } from "../../src/verifier/json/parse.js";
+import { settlementFields } from "../payments/support.js";
 import { keysUnder, openTestRedis, randomPrefix, SHARED_REDIS_URL } from "../redis/support.js";
 import { startTestService, type TestService } from "../service/support/service.js";
 import { corpusBytes } from "../support/corpus.js";
@@ -188,14 +189,7 @@ describe("two web instances on one Redis and one PostgreSQL", () => {
       url: "/payment-receipts",
       remoteAddress: "127.0.0.1",
       headers: { "x-internal-token": await readFile(first.config.internalTokenFile, "utf8") },
-      payload: {
-        tx,
-        network: "eip155:8453",
-        asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-        amount: "10000",
-        payTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
-        path: "/verify",
-      },
+      payload: settlementFields(tx),
     });
     assert.equal(posted.statusCode, 200, posted.body);
     const read = await second.app.inject({ method: "GET", url: `/receipts/${tx}` });

@@ -139,3 +139,18 @@ export async function paymentFor(
   const tx = `0x${createHash("sha256").update(`${requirement.network.caip2}|${key}`).digest("hex")}`;
   return { header: toHeader(v2Payment(wire, signed)), tx };
 }
+
+/**
+ * The members a payment gateway posts to `POST /payment-receipts` for a settled `POST /verify`
+ * call on Base (USDC, the test `PAY_TO`), for transaction `tx`.
+ */
+export function settlementFields(tx: string): Record<string, string> {
+  return {
+    tx,
+    network: "eip155:8453",
+    asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+    amount: "10000",
+    payTo: PAY_TO,
+    path: "/verify",
+  };
+}
