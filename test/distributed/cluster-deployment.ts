@@ -28,7 +28,13 @@ import { PRODUCER_COMMAND_TIMEOUT_MS } from "../../queues/bullmq-queue.js";
 import { SETTLEMENTS_QUEUE } from "../../queues/settlements.js";
 import { type FacilitatorPeer, startFacilitatorPeer } from "../../src/payments/facilitator-peer.js";
 import { bullmqPrefix } from "../../src/redis/keys.js";
-import { PAY_TO, paymentFor, settlementFields, wallet } from "../payments/support.js";
+import {
+  authorizationState,
+  PAY_TO,
+  paymentFor,
+  settlementFields,
+  wallet,
+} from "../payments/support.js";
 import { startTestCluster, type TestCluster } from "../redis/cluster-support.js";
 import { randomPrefix } from "../redis/support.js";
 import {
@@ -255,19 +261,7 @@ export function clusterDeploymentSuite(part: "served" | "failover"): void {
 
     /** Whether the stand-in settled the payment of `header` (its own `/authorization-state`). */
     async function settledAtPeer(header: string): Promise<boolean> {
-      const decoded = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as {
-        accepted: unknown;
-      };
-      const answer = await fetch(`${peer.url}/authorization-state`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          x402Version: 2,
-          paymentPayload: decoded,
-          paymentRequirements: decoded.accepted,
-        }),
-      });
-      return ((await answer.json()) as { settled: boolean }).settled;
+      return (await authorizationState(peer.url, header)).settled;
     }
 
     if (part === "failover") {

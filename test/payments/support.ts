@@ -154,3 +154,26 @@ export function settlementFields(tx: string): Record<string, string> {
     path: "/verify",
   };
 }
+
+/**
+ * What the stand-in facilitator at `peerUrl` says of the payment in `header` (its own
+ * `POST /authorization-state`): whether it settled it, and under which transaction.
+ */
+export async function authorizationState(
+  peerUrl: string,
+  header: string,
+): Promise<{ settled: boolean; transaction?: string }> {
+  const decoded = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as {
+    accepted: unknown;
+  };
+  const answer = await fetch(`${peerUrl}/authorization-state`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      x402Version: 2,
+      paymentPayload: decoded,
+      paymentRequirements: decoded.accepted,
+    }),
+  });
+  return (await answer.json()) as { settled: boolean; transaction?: string };
+}

@@ -19,7 +19,7 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { type FacilitatorPeer, startFacilitatorPeer } from "../../src/payments/facilitator-peer.js";
-import { PAY_TO, paymentFor, wallet } from "../payments/support.js";
+import { authorizationState, PAY_TO, paymentFor, wallet } from "../payments/support.js";
 import { corpusBytes } from "../support/corpus.js";
 import {
   type ServerProcess,
@@ -126,19 +126,7 @@ describe("kill -9 at each step of a settlement", () => {
 
   const settledAtPeer = async (tx: string, header: string): Promise<boolean> => {
     // The stand-in's own answer: a settled authorization declines a second /verify.
-    const decoded = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as {
-      accepted: unknown;
-    };
-    const answer = await fetch(`${peer.url}/authorization-state`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        x402Version: 2,
-        paymentPayload: decoded,
-        paymentRequirements: decoded.accepted,
-      }),
-    });
-    const state = (await answer.json()) as { settled: boolean; transaction?: string };
+    const state = await authorizationState(peer.url, header);
     if (state.settled) assert.equal(state.transaction, tx);
     return state.settled;
   };
